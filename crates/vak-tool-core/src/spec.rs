@@ -1,0 +1,165 @@
+//! What a tool says about itself, and what the permission mode makes of it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a tool can do to the world. The permission posture is decided from these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// Reads files inside the workspace.
+    ReadFs,
+    /// Writes files inside the workspace.
+    WriteFs,
+    /// Runs programs.
+    Execute,
+    /// Reaches the network.
+    Network,
+}
+
+/// How much the person lets the agent do without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Reading is allowed; writing, running and the network ask first.
+    ReadOnly,
+    /// Reading, writing in the workspace and running are allowed; the network asks first.
+    #[default]
+    WorkspaceWrite,
+    /// Everything is allowed.
+    FullAccess,
+}
+
+/// Whether a tool may run at once or the person must be asked first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Posture {
+    /// Run without asking.
+    Allow,
+    /// Ask the person first.
+    Ask,
+}
+
+/// The posture of a tool under a permission mode.
+///
+/// | capability | `ReadOnly` | `WorkspaceWrite` | `FullAccess` |
+/// | --- | --- | --- | --- |
+/// | `ReadFs` | Allow | Allow | Allow |
+/// | `WriteFs` | Ask | Allow | Allow |
+/// | `Execute` | Ask | Allow | Allow |
+/// | `Network` | Ask | Ask | Allow |
+///
+/// A tool with several capabilities takes the strictest of them.
+pub fn posture(spec: &ToolSpec, mode: PermissionMode) -> Posture {
+    let needs_ask = |capability: &Capability| match (mode, capability) {
+        (PermissionMode::FullAccess, _) => false,
+        (_, Capability::ReadFs) => false,
+        (PermissionMode::WorkspaceWrite, Capability::WriteFs | Capability::Execute) => false,
+        (PermissionMode::WorkspaceWrite, Capability::Network) => true,
+        (PermissionMode::ReadOnly, _) => true,
+    };
+    if spec.capabilities.iter().any(needs_ask) {
+        Posture::Ask
+    } else {
+        Posture::Allow
+    }
+}
+
+/// A tool's description of itself: everything a model or a runtime needs before calling it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// One paragraph for the model: what it does, when to use it, what it returns.
+    pub description: String,
+    /// The JSON Schema (draft 2020-12) of the arguments, generated from the argument struct.
+    pub input_schema: serde_json::Value,
+    /// What the tool can do to the world.
+    pub capabilities: Vec<Capability>,
+    /// Whether the tool belongs to the orientation floor: present in every slice of a registry.
+    pub floor: bool,
+}
+
+impl ToolSpec {
+    /// A spec whose input schema is generated from `Args`, the struct that serde parses.
+    ///
+    /// `Args` should carry `#[serde(deny_unknown_fields)]` (the schema then says
+    /// `additionalProperties: false`) and a doc comment on every field (its description).
+    pub fn new<Args: JsonSchema>(name: impl Into<String>, description: impl Into<String>) -> Self {
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<Args>();
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema.to_value(),
+            capabilities: Vec::new(),
+            floor: false,
+        }
+    }
+
+    /// The same spec with these capabilities (sorted, without repeats).
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        self.capabilities = capabilities.into_iter().collect();
+        self.capabilities.sort();
+        self.capabilities.dedup();
+        self
+    }
+
+    /// The same spec, on the orientation floor or not.
+    #[must_use]
+    pub fn with_floor(mut self, floor: bool) -> Self {
+        self.floor = floor;
+        self
+    }
+
+    /// Whether the tool has this capability.
+    pub fn has(&self, capability: Capability) -> bool {
+        self.capabilities.contains(&capability)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct NoArgs {}
+
+    fn spec(capabilities: &[Capability]) -> ToolSpec {
+        ToolSpec::new::<NoArgs>("t", "d").with_capabilities(capabilities.iter().copied())
+    }
+
+    #[test]
+    fn posture_table() {
+        use Capability::*;
+        use PermissionMode::*;
+        use Posture::*;
+        let table: &[(&[Capability], [Posture; 3])] = &[
+            (&[], [Allow, Allow, Allow]),
+            (&[ReadFs], [Allow, Allow, Allow]),
+            (&[WriteFs], [Ask, Allow, Allow]),
+            (&[Execute], [Ask, Allow, Allow]),
+            (&[Network], [Ask, Ask, Allow]),
+            (&[ReadFs, WriteFs], [Ask, Allow, Allow]),
+            (&[Network, Execute], [Ask, Ask, Allow]),
+        ];
+        for (capabilities, expected) in table {
+            let spec = spec(capabilities);
+            let got = [ReadOnly, WorkspaceWrite, FullAccess].map(|mode| posture(&spec, mode));
+            assert_eq!(&got, expected, "capabilities {capabilities:?}");
+        }
+    }
+
+    #[test]
+    fn permission_mode_spelling() {
+        for (text, mode) in [
+            ("\"read-only\"", PermissionMode::ReadOnly),
+            ("\"workspace-write\"", PermissionMode::WorkspaceWrite),
+            ("\"full-access\"", PermissionMode::FullAccess),
+        ] {
+            assert_eq!(serde_json::from_str::<PermissionMode>(text).unwrap(), mode);
+        }
+        assert_eq!(PermissionMode::default(), PermissionMode::WorkspaceWrite);
+    }
+}

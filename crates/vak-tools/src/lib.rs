@@ -1,0 +1,89 @@
+//! Tools that give an AI agent its hands: read, write and edit files, run shell commands,
+//! search a tree, fetch a web page, render one in a headless browser, and see its own
+//! commitments.
+//!
+//! This crate only assembles: it re-exports the tool crates that its Cargo features compile in
+//! and builds a [`Registry`] from a [`Config`]. Each tool family lives in its own crate, which
+//! a runtime may also depend on alone.
+//!
+//! | feature | tools | crate | default? |
+//! | --- | --- | --- | --- |
+//! | `fs` | `read`, `write`, `edit`, `glob`, `grep` | `vak-tool-fs` | yes |
+//! | `bash` | `bash` | `vak-tool-bash` | yes |
+//! | `net` | `webfetch` | `vak-tool-net` | no |
+//! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
+//! | `commitment` | `commitments` (with `[commitment] enabled = true`) | `vak-tool-commitments` | no |
+//! | `full` | all of the above | | no |
+//!
+//! ```
+//! use vak_tools::{Config, ToolContext, registry};
+//!
+//! let config = Config::from_toml_str("[permissions]\nmode = \"read-only\"\n").unwrap();
+//! let tools = registry(&config);
+//! for spec in tools.specs() {
+//!     println!("{}: {:?}", spec.name, spec.capabilities);
+//! }
+//! let workspace = tempfile::tempdir().unwrap();
+//! let ctx: ToolContext = config.tool_context(workspace.path()).unwrap();
+//! assert_eq!(ctx.workspace(), workspace.path().canonicalize().unwrap());
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod config;
+
+pub use config::{
+    BrowseConfig, CommitmentConfig, Config, ConfigError, McpConfig, NetConfig, PermissionsConfig,
+};
+pub use vak_tool_core::{
+    BoxFuture, CancellationToken, Capability, Content, ContextError, NetPolicy, OutputLimits,
+    PathError, PathPolicy, PermissionMode, Posture, Registry, Tool, ToolContext, ToolOutput,
+    ToolSpec, parse_args, posture,
+};
+
+/// The core contract: what a third-party tool implements.
+pub use vak_tool_core as core;
+/// The window a model is shown of a whole result, and the recall slices.
+pub use vak_window as window;
+
+/// File tools: `read`, `write`, `edit`, `glob`, `grep`.
+#[cfg(feature = "fs")]
+pub use vak_tool_fs as fs;
+
+/// The `bash` tool.
+#[cfg(feature = "bash")]
+pub use vak_tool_bash as bash;
+
+/// The `webfetch` tool and the SSRF guard.
+#[cfg(feature = "net")]
+pub use vak_tool_net as net;
+
+/// The `browse` tool.
+#[cfg(feature = "browse")]
+pub use vak_tool_browse as browse;
+
+/// The `commitments` tool.
+#[cfg(feature = "commitment")]
+pub use vak_tool_commitments as commitments;
+
+/// The registry of every tool compiled in and enabled by `config`.
+///
+/// `commitments` is added only when the `commitment` feature is compiled in *and*
+/// `[commitment] enabled = true`; it then sits on the orientation floor.
+pub fn registry(config: &Config) -> Registry {
+    let mut registry = Registry::new();
+    #[cfg(feature = "fs")]
+    vak_tool_fs::register(&mut registry);
+    #[cfg(feature = "bash")]
+    vak_tool_bash::register(&mut registry);
+    #[cfg(feature = "net")]
+    vak_tool_net::register(&mut registry);
+    #[cfg(feature = "browse")]
+    vak_tool_browse::register(&mut registry, config.browse.browser.clone());
+    #[cfg(feature = "commitment")]
+    if config.commitment.enabled {
+        vak_tool_commitments::register(&mut registry, config.commitment.db.clone());
+    }
+    let _ = config;
+    registry
+}

@@ -1,0 +1,313 @@
+//! The workspace's structural rules, checked over the source tree.
+//!
+//! They run as `cargo xtask tidy`, inside `cargo xtask ci`, and as ordinary tests of this crate
+//! (so `cargo test --workspace` enforces them too).
+
+use std::path::{Path, PathBuf};
+
+/// The one crate that may hold the workspace's single `unsafe` block.
+const UNSAFE_CRATE: &str = "vak-tool-bash";
+/// The crates that may start processes.
+const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse"];
+/// The crates that may depend on the HTTP stack.
+const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse"];
+/// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
+const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-tool-net"];
+/// Dependencies that make up the HTTP stack.
+const HTTP_STACK: &[&str] = &[
+    "hyper",
+    "hyper-util",
+    "hyper-rustls",
+    "http-body-util",
+    "h2",
+    "reqwest",
+    "ureq",
+    "isahc",
+    "curl",
+    "rustls",
+    "tokio-rustls",
+    "webpki-roots",
+];
+
+/// Runs every check; the error lists every problem found.
+pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    let crates = match workspace_crates(root) {
+        Ok(crates) => crates,
+        Err(error) => return Err(vec![error]),
+    };
+    let mut unsafe_sites = Vec::new();
+    for krate in &crates {
+        check_manifest(krate, &mut problems);
+        check_sources(krate, &mut unsafe_sites, &mut problems);
+    }
+    if unsafe_sites.len() > 1 {
+        problems.push(format!(
+            "{} unsafe blocks; the workspace allows one at most: {}",
+            unsafe_sites.len(),
+            unsafe_sites.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+struct Crate {
+    name: String,
+    dir: PathBuf,
+    manifest: toml::Table,
+}
+
+fn workspace_crates(root: &Path) -> Result<Vec<Crate>, String> {
+    let mut dirs: Vec<PathBuf> = vec![root.join("xtask"), root.join("tests/e2e")];
+    let entries = std::fs::read_dir(root.join("crates")).map_err(|error| error.to_string())?;
+    for entry in entries.flatten() {
+        dirs.push(entry.path());
+    }
+    dirs.sort();
+    let mut crates = Vec::new();
+    for dir in dirs {
+        let path = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        let manifest: toml::Table =
+            toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+        let name = manifest
+            .get("package")
+            .and_then(|package| package.get("name"))
+            .and_then(|name| name.as_str())
+            .ok_or_else(|| format!("{}: no package name", path.display()))?
+            .to_owned();
+        crates.push(Crate {
+            name,
+            dir,
+            manifest,
+        });
+    }
+    Ok(crates)
+}
+
+fn dependency_names(manifest: &toml::Table, section: &str) -> Vec<String> {
+    manifest
+        .get(section)
+        .and_then(|deps| deps.as_table())
+        .map(|deps| deps.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
+    let name = krate.name.as_str();
+    let lints_inherited = krate
+        .manifest
+        .get("lints")
+        .and_then(|lints| lints.get("workspace"))
+        .and_then(|workspace| workspace.as_bool())
+        == Some(true);
+    if !lints_inherited {
+        problems.push(format!(
+            "{name}: Cargo.toml lacks `[lints] workspace = true`"
+        ));
+    }
+    let deps = dependency_names(&krate.manifest, "dependencies");
+    for dep in &deps {
+        if HTTP_STACK.contains(&dep.as_str()) && !HTTP_CRATES.contains(&name) {
+            problems.push(format!(
+                "{name} depends on `{dep}`: only {} may depend on the HTTP stack",
+                HTTP_CRATES.join(" and ")
+            ));
+        }
+    }
+    let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
+    if is_tool_crate || name == "vak-tool-core" || name == "vak-window" {
+        let allowed: &[&str] = match name {
+            "vak-tool-core" | "vak-window" => &[],
+            "vak-tool-browse" => &["vak-tool-core", "vak-tool-net"],
+            _ => &["vak-tool-core"],
+        };
+        for dep in deps
+            .iter()
+            .filter(|dep| dep.starts_with("vak-") || dep.starts_with("vak_"))
+        {
+            if !allowed.contains(&dep.as_str()) {
+                problems.push(format!(
+                    "{name} depends on `{dep}`: a tool crate depends on vak-tool-core only \
+                     (browse also on vak-tool-net)"
+                ));
+            }
+        }
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The source lines with `//` comments and string-free doc lines dropped, good enough for the
+/// token searches below.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().filter_map(|(index, line)| {
+        let code = line.split("//").next().unwrap_or_default();
+        let trimmed = code.trim();
+        (!trimmed.is_empty()).then_some((index + 1, trimmed))
+    })
+}
+
+fn count_unsafe_blocks(text: &str) -> Vec<usize> {
+    code_lines(text)
+        .filter(|(_, line)| {
+            let mut rest = *line;
+            while let Some(at) = rest.find("unsafe") {
+                let before = rest[..at].chars().last();
+                let after = rest[at + "unsafe".len()..].trim_start();
+                let word_start = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                if word_start
+                    && (after.starts_with('{')
+                        || after.starts_with("fn ")
+                        || after.starts_with("impl")
+                        || after.starts_with("extern"))
+                {
+                    return true;
+                }
+                rest = &rest[at + "unsafe".len()..];
+            }
+            false
+        })
+        .map(|(line, _)| line)
+        .collect()
+}
+
+fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut Vec<String>) {
+    let name = krate.name.as_str();
+    let src = krate.dir.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let roots: Vec<&PathBuf> = files
+        .iter()
+        .filter(|path| {
+            path.parent() == Some(src.as_path())
+                && path
+                    .file_name()
+                    .is_some_and(|file| file == "lib.rs" || file == "main.rs")
+        })
+        .collect();
+    if roots.is_empty() {
+        problems.push(format!("{name}: no src/lib.rs or src/main.rs"));
+    }
+    for root in roots {
+        let text = std::fs::read_to_string(root).unwrap_or_default();
+        let forbids = text.contains("#![forbid(unsafe_code)]");
+        let denies = text.contains("#![deny(unsafe_code)]");
+        let allowed = forbids || (denies && name == UNSAFE_CRATE);
+        if !allowed {
+            problems.push(format!(
+                "{}: the crate root must say #![forbid(unsafe_code)] (only {UNSAFE_CRATE} may \
+                 say #![deny(unsafe_code)])",
+                root.display()
+            ));
+        }
+    }
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            problems.push(format!("{}: unreadable", file.display()));
+            continue;
+        };
+        let shown = file.display();
+        let first = text
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or_default();
+        if !first.starts_with("//!") {
+            problems.push(format!("{shown}: a module starts with a `//!` doc comment"));
+        }
+        if file.ends_with("xtask/src/tidy.rs") {
+            // This file names the tokens it looks for.
+            continue;
+        }
+        for line in count_unsafe_blocks(&text) {
+            if name != UNSAFE_CRATE {
+                problems.push(format!("{shown}:{line}: unsafe outside {UNSAFE_CRATE}"));
+            }
+            unsafe_sites.push(format!("{shown}:{line}"));
+        }
+        for (line, code) in code_lines(&text) {
+            for banned in ["todo!(", "unimplemented!(", "dbg!("] {
+                if code.contains(banned) {
+                    problems.push(format!("{shown}:{line}: `{banned}` left in the code"));
+                }
+            }
+            let spawns = code.contains("Command::new");
+            if spawns && !SPAWNING_CRATES.contains(&name) && name != "xtask" {
+                problems.push(format!(
+                    "{shown}:{line}: only {} start processes",
+                    SPAWNING_CRATES.join(" and ")
+                ));
+            }
+            let guarded_ok = GUARDED_METHOD_CRATES.contains(&name) || name == "xtask";
+            if code.contains("disallowed_methods") && !guarded_ok {
+                problems.push(format!(
+                    "{shown}:{line}: only {} may allow the guarded methods of clippy.toml",
+                    GUARDED_METHOD_CRATES.join(", ")
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_is_tidy() {
+        let root = crate::project_root();
+        if let Err(problems) = run(&root) {
+            panic!("tidy found problems:\n{}", problems.join("\n"));
+        }
+    }
+
+    #[test]
+    fn unsafe_detection() {
+        let cases = [
+            ("let x = unsafe { f() };", 1),
+            ("unsafe fn f() {}", 1),
+            ("unsafe impl Send for X {}", 1),
+            ("// unsafe { f() }", 0),
+            ("#![forbid(unsafe_code)]", 0),
+            ("let not_unsafe = 1; my_unsafe { }", 0),
+            ("a\nunsafe {\nb\nunsafe{}", 2),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(count_unsafe_blocks(text).len(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn manifest_rules_catch_a_bad_crate() {
+        let manifest: toml::Table = toml::from_str(
+            "[package]\nname = \"vak-tool-fs\"\n[dependencies]\nhyper = \"1\"\nvak-tool-bash = \"0\"\n",
+        )
+        .unwrap();
+        let krate = Crate {
+            name: "vak-tool-fs".into(),
+            dir: PathBuf::new(),
+            manifest,
+        };
+        let mut problems = Vec::new();
+        check_manifest(&krate, &mut problems);
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+    }
+}
