@@ -38,6 +38,8 @@ pub(crate) fn binary_kind(start: &[u8]) -> Option<&'static str> {
         (b"OggS", "Ogg media"),
         (b"ID3", "MP3 audio"),
         (b"\x1aE\xdf\xa3", "Matroska/WebM video"),
+        (b"\xff\xfe", "UTF-16 (little-endian) text"),
+        (b"\xfe\xff", "UTF-16 (big-endian) text"),
     ];
     if start.len() >= 262 && &start[257..262] == b"ustar" {
         return Some("tar archive");
@@ -46,6 +48,56 @@ pub(crate) fn binary_kind(start: &[u8]) -> Option<&'static str> {
         .iter()
         .find(|(magic, _)| start.starts_with(magic))
         .map(|(_, kind)| *kind)
+}
+
+/// An image format that `read` hands to the model as an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ImageKind {
+    /// Portable Network Graphics.
+    Png,
+    /// JPEG.
+    Jpeg,
+    /// GIF (87a or 89a).
+    Gif,
+    /// WebP (a RIFF container).
+    Webp,
+}
+
+impl ImageKind {
+    /// The media type, such as `image/png`.
+    pub(crate) fn media_type(self) -> &'static str {
+        match self {
+            Self::Png => "image/png",
+            Self::Jpeg => "image/jpeg",
+            Self::Gif => "image/gif",
+            Self::Webp => "image/webp",
+        }
+    }
+
+    /// The short name, such as `PNG`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Png => "PNG",
+            Self::Jpeg => "JPEG",
+            Self::Gif => "GIF",
+            Self::Webp => "WebP",
+        }
+    }
+}
+
+/// The image format of a file from its magic bytes, whatever its name says.
+pub(crate) fn image_kind(start: &[u8]) -> Option<ImageKind> {
+    if start.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageKind::Png)
+    } else if start.starts_with(b"\xff\xd8\xff") {
+        Some(ImageKind::Jpeg)
+    } else if start.starts_with(b"GIF87a") || start.starts_with(b"GIF89a") {
+        Some(ImageKind::Gif)
+    } else if start.len() >= 12 && start.starts_with(b"RIFF") && &start[8..12] == b"WEBP" {
+        Some(ImageKind::Webp)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -67,5 +119,28 @@ mod tests {
         assert_eq!(binary_kind(b"\x7fELF\x02\x01"), Some("ELF executable"));
         assert_eq!(binary_kind(b"PK\x03\x04rest"), Some("zip archive"));
         assert_eq!(binary_kind(b"plain"), None);
+        assert_eq!(
+            binary_kind(b"\xff\xfeh\0i\0"),
+            Some("UTF-16 (little-endian) text")
+        );
+    }
+
+    #[test]
+    fn images_by_magic() {
+        let cases: &[(&[u8], Option<ImageKind>)] = &[
+            (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", Some(ImageKind::Png)),
+            (b"\xff\xd8\xff\xe0\0\x10JFIF", Some(ImageKind::Jpeg)),
+            (b"GIF89a\x01\0\x01\0", Some(ImageKind::Gif)),
+            (b"GIF87a\x01\0\x01\0", Some(ImageKind::Gif)),
+            (b"RIFF\x24\0\0\0WEBPVP8 ", Some(ImageKind::Webp)),
+            (b"RIFF\x24\0\0\0WAVEfmt ", None),
+            (b"GIF8", None),
+            (b"\x89PNG", None),
+            (b"plain text", None),
+        ];
+        for (bytes, kind) in cases {
+            assert_eq!(image_kind(bytes), *kind, "{bytes:?}");
+        }
+        assert_eq!(ImageKind::Webp.media_type(), "image/webp");
     }
 }

@@ -1,4 +1,5 @@
-//! The `vak-tools` binary: `list` the tools, `call` one from a shell.
+//! The `vak-tools` binary: `list` the tools, `call` one from a shell, or serve them all over
+//! the Model Context Protocol with `mcp`.
 //!
 //! `call` exits 0 when the result is not an error, 1 when it is, and 2 on a usage error
 //! (malformed JSON, an unknown tool, a missing workspace, a bad config), with a one-line reason
@@ -7,8 +8,11 @@
 #![allow(clippy::print_stdout, reason = "printing results is this binary's job")]
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod ledger;
+mod mcp;
 
 use clap::{Args, Parser, Subcommand};
 use vak_tools::{Config, Content, Registry, ToolContext, ToolOutput, posture, registry};
@@ -43,6 +47,11 @@ enum Command {
         /// Print the whole result as JSON (`{"content":[…],"isError":…}`).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Serve every tool over the Model Context Protocol on standard input and output.
+    Mcp {
         #[command(flatten)]
         place: Place,
     },
@@ -124,11 +133,19 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             }
             let output = call_until_interrupted(&tools, &tool, args, &ctx).await;
             print_output(&output, json)?;
-            Ok(if output.is_error {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(if output.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Mcp { place } => {
+            let (config, workspace) = load(&place)?;
+            let ctx = config.tool_context(&workspace)?;
+            let server = mcp::Server::new(
+                registry(&config),
+                ctx,
+                config.permissions.mode,
+                config.mcp.ledger_bytes,
+            );
+            server.serve_stdio().await.map_err(Usage)?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -259,6 +276,5 @@ fn list(tools: &Registry, config: &Config, json: bool) -> Result<(), Usage> {
             first_sentence.trim_end_matches('.')
         );
     }
-    let _ = Path::new("");
     Ok(())
 }

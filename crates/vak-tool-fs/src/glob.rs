@@ -1,0 +1,304 @@
+//! `glob`: find files by a path pattern.
+//!
+//! The pattern is compiled by `globset` with `literal_separator` on, so `*` and `?` never cross a
+//! `/` and only `**` crosses folders; it is matched against each file's path relative to the
+//! search folder. Leading folders written literally (`crates/core/**/*.rs`) become part of the
+//! folder walked, so the walk starts where it can first match; such a folder, named explicitly,
+//! is walked even when it is ignored, as `path` would be.
+//!
+//! The walk is the shared [`crate::walk::Walker`] on several threads; every match is stat'ed
+//! for its modification time, and the list is sorted newest first, ties by path, so that the
+//! same tree always gives the same text whatever the threads did.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tool_core::{BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec};
+
+use crate::walk::{self, Walker};
+
+const DESCRIPTION: &str = "Finds files whose path matches a glob pattern, for locating files by \
+name or extension before reading them. The pattern is matched against the path relative to \
+`path` (default: the working folder): `*` and `?` stay within one folder name, `**` crosses \
+folders, `{a,b}` and `[ab]` work. A pattern without `/` only matches files directly in the folder: \
+write `**/*.rs` or `**/Cargo.toml` to match at any depth. Files ignored by .gitignore, .ignore \
+or .git/info/exclude are left out, and .git, node_modules and target folders are never entered \
+(name one in `path` or in the pattern's leading folders to search it); hidden files are \
+included. Returns one path per line, relative to the working folder, most recently modified \
+first; at most 1000 paths, with a last line saying how many matched when there are more. \
+Lists files only, not folders. To search file contents use `grep`.";
+
+/// Arguments of `glob`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GlobArgs {
+    /// The glob matched against each file's path relative to `path`, e.g. `**/*.rs`,
+    /// `src/**/*.{ts,tsx}`, `*.md` (top level only) or `**/Cargo.toml`.
+    pattern: String,
+    /// The folder to search, relative to the working folder or absolute. Default: the working
+    /// folder.
+    path: Option<String>,
+}
+
+/// Why a `glob` call cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+enum GlobError {
+    /// The pattern does not parse.
+    #[error(
+        "invalid glob pattern: {source}. Fix the pattern: `*` matches within one folder name, \
+         `**` any number of folders, `{{a,b}}` alternatives, `[ab]` one of the characters; \
+         escape a literal special character with `[ ]`, as in `[{{]`"
+    )]
+    Pattern {
+        /// The parser's message.
+        source: globset::Error,
+    },
+    /// The folder cannot be used.
+    #[error("{0}")]
+    Path(#[from] PathError),
+    /// The folder does not exist.
+    #[error(
+        "`{path}` does not exist: give an existing folder (relative to the working folder) or \
+         leave `path` out to search the working folder"
+    )]
+    Missing {
+        /// The path as given or built from the pattern.
+        path: String,
+    },
+    /// The path names a file.
+    #[error(
+        "`{path}` is a file, and glob searches a folder: give its folder as `path`, or `read` \
+         the file directly"
+    )]
+    NotAFolder {
+        /// The path as given.
+        path: String,
+    },
+}
+
+/// The `glob` tool.
+pub(crate) struct Glob {
+    spec: ToolSpec,
+}
+
+impl Glob {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: ToolSpec::new::<GlobArgs>("glob", DESCRIPTION)
+                .with_capabilities([Capability::ReadFs]),
+        }
+    }
+}
+
+impl Tool for Glob {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args = match vak_tool_core::parse_args::<GlobArgs>(args) {
+                Ok(args) => args,
+                Err(error) => return error,
+            };
+            match run(args, ctx).await {
+                Ok(output) => output,
+                Err(error) => ToolOutput::error(error.to_string()),
+            }
+        })
+    }
+}
+
+/// A file that matched, with what it is sorted by.
+struct Found {
+    modified: SystemTime,
+    path: PathBuf,
+}
+
+async fn run(args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, GlobError> {
+    let (prefix, rest) = split_literal_prefix(&args.pattern);
+    let matcher = GlobBuilder::new(&rest)
+        .literal_separator(true)
+        .build()
+        .map_err(|source| GlobError::Pattern { source })?
+        .compile_matcher();
+    let base = args.path.as_deref().unwrap_or(".");
+    let given = if prefix.as_os_str().is_empty() {
+        PathBuf::from(base)
+    } else {
+        Path::new(base).join(&prefix)
+    };
+    let root = ctx.resolve_path(&given)?;
+    if root.is_file() {
+        return Err(GlobError::NotAFolder {
+            path: given.display().to_string(),
+        });
+    }
+    if !root.is_dir() {
+        if prefix.as_os_str().is_empty() {
+            return Err(GlobError::Missing {
+                path: given.display().to_string(),
+            });
+        }
+        // The pattern's leading folders do not exist: nothing can match.
+        return Ok(ToolOutput::text(format!(
+            "No files match `{}`: the folder `{}` does not exist.",
+            args.pattern,
+            given.display()
+        )));
+    }
+    let walker = Walker::new(root, ctx);
+    let limit = ctx.limits().glob_results;
+    let result = walk::run_blocking(ctx, "glob", move |stop| {
+        let looked_at = AtomicUsize::new(0);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let root = walker.root();
+        walker.files_parallel(walk::thread_count(), stop, || {
+            let sender = sender.clone();
+            let matcher = &matcher;
+            let looked_at = &looked_at;
+            move |entry: &ignore::DirEntry| {
+                looked_at.fetch_add(1, Ordering::Relaxed);
+                let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                if matcher.is_match(relative) {
+                    let modified = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|meta| meta.modified().ok())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    // The receiver outlives the walk; a failed send cannot happen.
+                    let _ = sender.send(Found {
+                        modified,
+                        path: entry.path().to_path_buf(),
+                    });
+                }
+            }
+        });
+        drop(sender);
+        let found: Vec<Found> = receiver.into_iter().collect();
+        (walker, found, looked_at.into_inner())
+    })
+    .await;
+    let (walker, mut found, looked_at) = match result {
+        Ok(done) => done,
+        Err(interrupted) => return Ok(ToolOutput::error(interrupted.to_string())),
+    };
+    found.sort_unstable_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    Ok(ToolOutput::text(render(
+        &args.pattern,
+        ctx,
+        walker.root(),
+        &found,
+        looked_at,
+        limit,
+    )))
+}
+
+fn render(
+    pattern: &str,
+    ctx: &ToolContext,
+    root: &Path,
+    found: &[Found],
+    looked_at: usize,
+    limit: usize,
+) -> String {
+    if found.is_empty() {
+        let mut text = format!(
+            "No files match `{pattern}` in {} ({looked_at} files looked at; ignored files and \
+             .git, node_modules and target folders were skipped).",
+            ctx.display_path(root)
+        );
+        if !pattern.contains('/') {
+            text.push_str(&format!(
+                " A pattern without `/` only matches files directly in that folder: try \
+                 `**/{pattern}` to match at any depth."
+            ));
+        }
+        return text;
+    }
+    let mut text = String::new();
+    for item in found.iter().take(limit) {
+        text.push_str(&ctx.display_path(&item.path));
+        text.push('\n');
+    }
+    if found.len() > limit {
+        text.push_str(&format!(
+            "[{} files matched; these are the {limit} most recently modified. Narrow the pattern \
+             or the path to see the others.]\n",
+            found.len()
+        ));
+    }
+    text.pop();
+    text
+}
+
+/// Splits off the pattern's leading folders that hold no glob syntax: `crates/core/**/*.rs`
+/// gives (`crates/core`, `**/*.rs`). The last component always stays in the pattern.
+fn split_literal_prefix(pattern: &str) -> (PathBuf, String) {
+    let is_literal = |part: &str| {
+        !part.is_empty()
+            && !part
+                .chars()
+                .any(|c| matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\'))
+    };
+    let mut prefix = PathBuf::new();
+    let mut rest = pattern;
+    if let Some(stripped) = rest.strip_prefix('/') {
+        prefix.push("/");
+        rest = stripped;
+    }
+    while let Some((head, tail)) = rest.split_once('/') {
+        if head.is_empty() || head == "." {
+            rest = tail;
+            continue;
+        }
+        if !is_literal(head) {
+            break;
+        }
+        prefix.push(head);
+        rest = tail;
+    }
+    (prefix, rest.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefixes() {
+        let cases = [
+            ("**/*.rs", "", "**/*.rs"),
+            ("*.rs", "", "*.rs"),
+            ("src/*.rs", "src", "*.rs"),
+            ("./src/a/**/x.rs", "src/a", "**/x.rs"),
+            ("src/{a,b}/*.rs", "src", "{a,b}/*.rs"),
+            ("/abs/dir/*.c", "/abs/dir", "*.c"),
+            ("../up/*.c", "../up", "*.c"),
+            ("Cargo.toml", "", "Cargo.toml"),
+            ("a/b/c.txt", "a/b", "c.txt"),
+            ("a\\*/b", "", "a\\*/b"),
+        ];
+        for (pattern, prefix, rest) in cases {
+            let (got_prefix, got_rest) = split_literal_prefix(pattern);
+            assert_eq!(
+                (got_prefix.as_path(), got_rest.as_str()),
+                (Path::new(prefix), rest),
+                "{pattern}"
+            );
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! The SSRF guard: every outbound connection of `webfetch` (and of `browse`'s proxy) is made
+//! here, and only here.
+//!
+//! A request goes through these steps, in this order, on every hop of a redirect chain:
+//!
+//! 1. [`Guard::check_url`]: parse once with the `url` crate (WHATWG: decimal, octal, hex, short
+//!    and full-width IPv4 spellings all become an IPv4 host; UTS 46 maps names); the scheme must
+//!    be `http` or `https`; no user name or password; no port from the Fetch Standard's bad-port
+//!    list; `localhost` names and cloud metadata names are refused without resolving; an address
+//!    literal is judged at once.
+//! 2. [`Guard::vet`]: resolve a name exactly once through the [`Resolver`], judge **every**
+//!    address against the guard's own table ([`special_range`]) and refuse the whole name when
+//!    any address is refused.
+//! 3. [`Guard::connect`] (which does 1's host rules and 2 itself): connect only to a vetted
+//!    address, then check that the socket's `peer_addr()` is that address before a byte is sent.
+//!
+//! No proxy variable (`HTTP_PROXY`, `ALL_PROXY`, ...) and no `.netrc` is ever consulted: the
+//! guard dials the vetted address itself.
+//!
+//! # `[net] allow` and request chains
+//!
+//! [`NetPolicy::allow`] lists CIDRs, addresses, host names and `*.suffix` names exempted from the
+//! special-range block, for a user's own intranet. Cloud metadata endpoints stay refused unless
+//! an entry names that exact address (a `/32` or `/128`, or the bare address); a wider CIDR or a
+//! host name never exempts them. Entries that cannot be understood exempt nothing.
+//!
+//! The exemption also depends on where a request stands in its [`Chain`]: an allowed private
+//! address is reachable only when the chain *starts* there. A chain from [`Chain::new`] lets its
+//! first hop use the allow list, and its later hops only if the first hop did; so a public page
+//! cannot redirect into the intranet, while an intranet page may redirect within it.
+//!
+//! # For `browse`: using the guard in a forward proxy
+//!
+//! A proxy in front of a headless browser sees a stream of requests (`CONNECT host:port` for
+//! https, absolute-form `GET http://...` for http) that all belong to one page load. The whole
+//! page load is one chain, started by the browse target:
+//!
+//! 1. Before starting the browser, check the target with [`Guard::check_url`] and
+//!    [`Guard::vet`] on a fresh [`Chain::new`]; [`Vetted::exempted`] tells whether the target is
+//!    an allowed intranet address.
+//! 2. For every proxied request, use [`Chain::intranet`] if the target was exempted, otherwise
+//!    [`Chain::public`] (the allow list is never used). A public page therefore cannot reach the
+//!    intranet through a sub-resource, a redirect or a script, and an intranet page can load what
+//!    the user allowed.
+//! 3. Dial every request with [`Guard::connect`] (`CONNECT`: the host and port of the request
+//!    line; absolute-form: [`Guard::check_url`] on the URL first, then
+//!    [`Guard::connect_url`]). Never dial anything the browser names without the guard; relay
+//!    bytes only over the returned [`Connection::stream`]. Turn a [`Refusal`] into a `403` whose
+//!    body is the refusal's `Display` text, and keep the first one for the tool's result.
+//! 4. Run each dial under the tool's deadline: the guard has no timeout of its own.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), vak_tool_net::guard::Refusal> {
+//! use vak_tool_core::NetPolicy;
+//! use vak_tool_net::guard::{Chain, Guard};
+//!
+//! let guard = Guard::new(&NetPolicy::with_allow(["10.1.0.0/16"]));
+//! let mut chain = Chain::new();
+//! let url = guard.check_url("https://example.com/docs", &chain)?;
+//! let connection = guard.connect_url(&url, &mut chain).await?;
+//! assert_eq!(connection.stream.peer_addr().ok(), Some(connection.peer));
+//! # Ok(()) }
+//! ```
+
+mod policy;
+mod refusal;
+mod resolver;
+mod table;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use tokio::net::{TcpSocket, TcpStream};
+use url::{Host, Url};
+use vak_tool_core::NetPolicy;
+
+use policy::AllowList;
+pub use refusal::{Refusal, Rule};
+pub use resolver::{Resolver, SystemResolver};
+pub use table::{SpecialRange, special_range};
+
+/// The Fetch Standard's bad ports (<https://fetch.spec.whatwg.org/#port-blocking>), plus 0.
+pub const BAD_PORTS: &[u16] = &[
+    0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101,
+    102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427,
+    465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990,
+    993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667,
+    6668, 6669, 6679, 6697, 10080,
+];
+
+/// Host names of cloud metadata services, refused without resolving unless `[net] allow` lists
+/// the exact name (their addresses still need an exact address entry).
+const METADATA_NAMES: &[&str] = &[
+    "metadata.google.internal",
+    "metadata.goog",
+    "metadata",
+    "instance-data",
+    "instance-data.ec2.internal",
+];
+
+/// How a [`Chain`] treats `[net] allow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AllowScope {
+    /// The first hop may use the allow list; later hops only if the first one did.
+    FirstHopDecides,
+    /// Every hop may use it.
+    Always,
+    /// No hop may use it.
+    Never,
+}
+
+/// The hops of one request chain (a request and the redirects it leads to), and whether its hops
+/// may use the `[net] allow` exemption. [`Guard::connect`] records each hop it dials.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    hops: Vec<String>,
+    scope: AllowScope,
+    first_exempted: Option<bool>,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Chain {
+    /// A chain that starts now: its first hop may use `[net] allow`, and later hops may only if
+    /// the first hop landed on an exempted address. This is what `webfetch` uses.
+    pub fn new() -> Self {
+        Self {
+            hops: Vec::new(),
+            scope: AllowScope::FirstHopDecides,
+            first_exempted: None,
+        }
+    }
+
+    /// A chain every hop of which may use `[net] allow`: for requests that belong to a session
+    /// which itself started on an exempted address (a proxy serving a page whose target was
+    /// vetted as an allowed intranet address).
+    pub fn intranet() -> Self {
+        Self {
+            scope: AllowScope::Always,
+            ..Self::new()
+        }
+    }
+
+    /// A chain that never uses `[net] allow`: for requests that belong to a session which started
+    /// on a public address.
+    pub fn public() -> Self {
+        Self {
+            scope: AllowScope::Never,
+            ..Self::new()
+        }
+    }
+
+    /// The hops dialled so far (URLs, or `host:port` for [`Guard::connect`]), in order.
+    pub fn hops(&self) -> &[String] {
+        &self.hops
+    }
+
+    /// Whether the next hop may use the `[net] allow` exemption.
+    pub fn may_use_allow(&self) -> bool {
+        match self.scope {
+            AllowScope::Always => true,
+            AllowScope::Never => false,
+            AllowScope::FirstHopDecides => self.first_exempted.unwrap_or(true),
+        }
+    }
+
+    /// Whether the first hop landed on an address exempted by `[net] allow` (`None` before the
+    /// first hop).
+    pub fn started_in_intranet(&self) -> Option<bool> {
+        self.first_exempted
+    }
+
+    fn record(&mut self, hop: String, exempted: bool) {
+        if self.first_exempted.is_none() {
+            self.first_exempted = Some(exempted);
+        }
+        self.hops.push(hop);
+    }
+}
+
+/// The addresses of a host that passed the guard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vetted {
+    /// The canonical host: a normalised name or an address.
+    pub host: String,
+    /// Every address the host resolved to (or the literal), all judged acceptable, in the
+    /// resolver's order.
+    pub addresses: Vec<IpAddr>,
+    /// Whether any address needed the `[net] allow` exemption.
+    pub exempted: bool,
+}
+
+/// A connection the guard made to a vetted address.
+#[derive(Debug)]
+pub struct Connection {
+    /// The connected socket; its `peer_addr()` was checked to be [`Connection::peer`].
+    pub stream: TcpStream,
+    /// The vetted address and port that was dialled.
+    pub peer: SocketAddr,
+    /// The canonical host (normalised name or address) the connection is for.
+    pub host: String,
+    /// Whether the address needed the `[net] allow` exemption.
+    pub exempted: bool,
+}
+
+/// The SSRF guard. Cheap to clone; `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    allow: Arc<AllowList>,
+    resolver: Arc<dyn Resolver>,
+}
+
+impl Guard {
+    /// A guard with this network policy and the operating system's resolver.
+    pub fn new(policy: &NetPolicy) -> Self {
+        Self::with_resolver(policy, Arc::new(SystemResolver))
+    }
+
+    /// A guard with this network policy and resolver (tests script answers with their own).
+    pub fn with_resolver(policy: &NetPolicy, resolver: Arc<dyn Resolver>) -> Self {
+        Self {
+            allow: Arc::new(AllowList::parse(&policy.allow)),
+            resolver,
+        }
+    }
+
+    /// `[net] allow` entries that were not understood (they exempt nothing), as sentences.
+    pub fn allow_warnings(&self) -> &[String] {
+        self.allow.warnings()
+    }
+
+    /// Parses `input` and applies every rule that needs no resolution: scheme, credentials,
+    /// bad port, `localhost` and metadata names, and the address table for a literal host.
+    /// Returns the parsed URL, which is what must be requested (never the input string).
+    pub fn check_url(&self, input: &str, chain: &Chain) -> Result<Url, Refusal> {
+        let spelling = host_spelling(input);
+        let url = Url::parse(input.trim()).map_err(|error| {
+            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
+                .with_url(input.trim())
+                .with_spelling(spelling.clone())
+        })?;
+        self.check_parsed(&url, spelling, chain)?;
+        Ok(url)
+    }
+
+    /// [`Guard::check_url`] for a URL already parsed (a redirect target joined to its base, say).
+    /// `spelling` is the host as it was written, for messages.
+    pub fn check_parsed(
+        &self,
+        url: &Url,
+        spelling: Option<String>,
+        chain: &Chain,
+    ) -> Result<(), Refusal> {
+        let refuse = |rule: Rule| {
+            self.refusal(rule, chain)
+                .with_url(url.as_str())
+                .with_spelling(spelling.clone())
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(refuse(Rule::Scheme {
+                scheme: url.scheme().to_string(),
+            }));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(refuse(Rule::Credentials));
+        }
+        let port = url.port_or_known_default().unwrap_or(0);
+        if BAD_PORTS.contains(&port) {
+            return Err(refuse(Rule::BadPort { port }));
+        }
+        let Some(host) = url.host() else {
+            return Err(refuse(Rule::Unparsable {
+                reason: "the URL has no host".into(),
+            }));
+        };
+        match self.check_host(&host, chain) {
+            Ok(_) => Ok(()),
+            Err(refusal) => Err(refusal.with_url(url.as_str()).with_spelling(spelling)),
+        }
+    }
+
+    /// Resolves `host` once (an address literal is used as is) and judges every address.
+    /// `host` is a WHATWG host (`example.com`, `0x7f.1`, `[::1]`, a Unicode name); it is parsed and
+    /// normalised first, and `localhost` and metadata names are refused without resolving.
+    pub async fn vet(&self, host: &str, chain: &Chain) -> Result<Vetted, Refusal> {
+        let spelling = Some(host.to_string());
+        let parsed = Host::parse(host).map_err(|error| {
+            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
+                .with_spelling(spelling.clone())
+        })?;
+        self.vet_host(&parsed, chain)
+            .await
+            .map_err(|refusal| refusal.with_spelling(spelling))
+    }
+
+    /// Vets `host` ([`Guard::vet`]), refuses a bad port, connects to a vetted address, and checks
+    /// the socket's peer before returning it. Records the hop (`host:port`) in `chain`.
+    pub async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        chain: &mut Chain,
+    ) -> Result<Connection, Refusal> {
+        let label = format!("{host}:{port}");
+        let spelling = Some(host.to_string());
+        let parsed = Host::parse(host).map_err(|error| {
+            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
+                .with_spelling(spelling.clone())
+                .with_url(label.clone())
+        })?;
+        self.connect_host(&parsed, port, label, spelling, chain).await
+    }
+
+    /// Connects for a URL that passed [`Guard::check_url`]: vets its host, dials its port (or the
+    /// scheme's default), checks the peer. Records the URL in `chain`.
+    pub async fn connect_url(&self, url: &Url, chain: &mut Chain) -> Result<Connection, Refusal> {
+        self.check_parsed(url, None, chain)?;
+        let Some(host) = url.host() else {
+            return Err(self
+                .refusal(Rule::Unparsable { reason: "the URL has no host".into() }, chain)
+                .with_url(url.as_str()));
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        self.connect_host(&host, port, url.to_string(), None, chain)
+            .await
+    }
+
+    async fn connect_host(
+        &self,
+        host: &Host<&str>,
+        port: u16,
+        label: String,
+        spelling: Option<String>,
+        chain: &mut Chain,
+    ) -> Result<Connection, Refusal> {
+        let with_context =
+            |refusal: Refusal| refusal.with_url(label.clone()).with_spelling(spelling.clone());
+        if BAD_PORTS.contains(&port) {
+            return Err(with_context(self.refusal(Rule::BadPort { port }, chain)));
+        }
+        let vetted = self.vet_host(host, chain).await.map_err(with_context)?;
+        let mut last_error = String::from("no address to try");
+        for address in &vetted.addresses {
+            let target = SocketAddr::new(table::dial_address(*address), port);
+            match dial(target).await {
+                Ok(stream) => {
+                    let peer = stream.peer_addr();
+                    if peer.as_ref().ok() != Some(&target) {
+                        let peer = peer.map_or_else(|e| e.to_string(), |p| p.to_string());
+                        return Err(with_context(
+                            self.refusal(Rule::PeerMismatch { peer }, chain)
+                                .with_host(vetted.host.clone())
+                                .with_address(*address),
+                        ));
+                    }
+                    chain.record(label, vetted.exempted);
+                    return Ok(Connection {
+                        stream,
+                        peer: target,
+                        host: vetted.host,
+                        exempted: vetted.exempted,
+                    });
+                }
+                Err(error) => last_error = format!("{target}: {error}"),
+            }
+        }
+        Err(with_context(
+            self.refusal(Rule::Unreachable { reason: last_error }, chain)
+                .with_host(vetted.host),
+        ))
+    }
+
+    /// The name rules and, for a literal, the address table.
+    fn check_host(&self, host: &Host<&str>, chain: &Chain) -> Result<Option<Vetted>, Refusal> {
+        match host {
+            Host::Domain(domain) => {
+                let name = normalise_name(domain);
+                let refuse = |rule| self.refusal(rule, chain).with_host(name.clone());
+                if name.is_empty() {
+                    return Err(refuse(Rule::Unparsable {
+                        reason: "empty host name".into(),
+                    }));
+                }
+                let listed = self.allow.names_exactly(&name) && chain.may_use_allow();
+                if is_localhost_name(&name) && !listed {
+                    return Err(refuse(Rule::LocalhostName));
+                }
+                if METADATA_NAMES.contains(&name.as_str()) && !listed {
+                    return Err(refuse(Rule::MetadataName));
+                }
+                Ok(None)
+            }
+            Host::Ipv4(v4) => self.judge_all(&v4.to_string(), None, &[IpAddr::V4(*v4)], chain).map(Some),
+            Host::Ipv6(v6) => self.judge_all(&v6.to_string(), None, &[IpAddr::V6(*v6)], chain).map(Some),
+        }
+    }
+
+    async fn vet_host(&self, host: &Host<&str>, chain: &Chain) -> Result<Vetted, Refusal> {
+        if let Some(vetted) = self.check_host(host, chain)? {
+            return Ok(vetted);
+        }
+        let Host::Domain(domain) = host else {
+            return Err(self.refusal(Rule::Unparsable { reason: "no host".into() }, chain));
+        };
+        let name = normalise_name(domain);
+        let addresses = self.resolver.resolve(&name).await.map_err(|error| {
+            self.refusal(Rule::Unresolvable { reason: error.to_string() }, chain)
+                .with_host(name.clone())
+        })?;
+        if addresses.is_empty() {
+            return Err(self
+                .refusal(Rule::Unresolvable { reason: "no addresses".into() }, chain)
+                .with_host(name));
+        }
+        self.judge_all(&name, Some(&name), &addresses, chain)
+    }
+
+    /// Judges every address; the first refused one refuses the whole host.
+    fn judge_all(
+        &self,
+        host: &str,
+        name: Option<&str>,
+        addresses: &[IpAddr],
+        chain: &Chain,
+    ) -> Result<Vetted, Refusal> {
+        let mut exempted = false;
+        for address in addresses {
+            let Some(special) = special_range(*address) else {
+                continue;
+            };
+            let refuse = |rule| {
+                self.refusal(rule, chain)
+                    .with_host(host)
+                    .with_address(*address)
+            };
+            if !self.allow.exempts(&special, name) {
+                return Err(refuse(Rule::SpecialAddress {
+                    range: special.range,
+                    name: special.name,
+                    metadata: special.metadata,
+                }));
+            }
+            if !chain.may_use_allow() {
+                return Err(refuse(Rule::AllowedOnlyAtChainStart {
+                    range: special.range,
+                    name: special.name,
+                }));
+            }
+            exempted = true;
+        }
+        Ok(Vetted {
+            host: host.to_string(),
+            addresses: addresses.to_vec(),
+            exempted,
+        })
+    }
+
+    fn refusal(&self, rule: Rule, chain: &Chain) -> Refusal {
+        let mut refusal = Refusal::new(rule).at(chain.hops.len(), &chain.hops);
+        refusal.allow_warnings = self.allow.warnings().to_vec();
+        refusal
+    }
+}
+
+/// The one place that opens an outbound socket, to an address the guard vetted.
+async fn dial(target: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = match target {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_nodelay(true)?;
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the SSRF guard's single connect, to an address it has just vetted"
+    )]
+    let stream = socket.connect(target).await;
+    stream
+}
+
+/// Lowercases (the `url` crate already applied UTS 46) and drops trailing dots.
+pub(crate) fn normalise_name(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn is_localhost_name(name: &str) -> bool {
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// The host as written in a URL, for messages: the authority after `//`, without userinfo and
+/// port. Best effort; `None` when there is no `//`.
+pub(crate) fn host_spelling(input: &str) -> Option<String> {
+    let input = input.trim();
+    let start = input.find("//")? + 2;
+    let rest = &input[start..];
+    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if host_port.starts_with('[') {
+        host_port
+            .find(']')
+            .map_or(host_port, |close| &host_port[..=close])
+    } else {
+        host_port.rsplit_once(':').map_or(host_port, |(host, _)| host)
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spelling_is_picked_out() {
+        let cases = [
+            ("http://0x7f.1/x", Some("0x7f.1")),
+            ("http://user:pw@2130706433:8080/", Some("2130706433")),
+            ("https://[::1]:443/", Some("[::1]")),
+            ("//evil.example/a", Some("evil.example")),
+            ("/relative", None),
+            ("http:///x", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(host_spelling(input).as_deref(), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn chain_scope() {
+        let mut chain = Chain::new();
+        assert!(chain.may_use_allow());
+        chain.record("a".into(), false);
+        assert!(!chain.may_use_allow());
+        let mut chain = Chain::new();
+        chain.record("a".into(), true);
+        assert!(chain.may_use_allow());
+        assert!(Chain::intranet().may_use_allow());
+        assert!(!Chain::public().may_use_allow());
+    }
+}

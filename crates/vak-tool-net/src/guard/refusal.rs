@@ -1,0 +1,298 @@
+//! Why the guard would not connect, written so that a model can act on it.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// The rule that refused a request, or the step that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rule {
+    /// The URL does not parse (WHATWG URL rules).
+    Unparsable {
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The scheme is not `http` or `https`.
+    Scheme {
+        /// The scheme found.
+        scheme: String,
+    },
+    /// The URL carries a user name or password.
+    Credentials,
+    /// The port is on the Fetch Standard's bad-port list (or is 0).
+    BadPort {
+        /// The port.
+        port: u16,
+    },
+    /// The host is `localhost` or a name under it; refused without resolving.
+    LocalhostName,
+    /// The host is a cloud metadata name such as `metadata.google.internal`.
+    MetadataName,
+    /// An address falls in a special-purpose range of the guard's table.
+    SpecialAddress {
+        /// The range that matched.
+        range: IpNet,
+        /// The range's name.
+        name: &'static str,
+        /// Whether it is a cloud metadata endpoint.
+        metadata: bool,
+    },
+    /// An address exempted by `[net] allow`, reached by a redirect from a chain that did not
+    /// start on an allowed address (a public page cannot lead into the intranet).
+    AllowedOnlyAtChainStart {
+        /// The range that matched.
+        range: IpNet,
+        /// The range's name.
+        name: &'static str,
+    },
+    /// The name did not resolve, or resolved to nothing.
+    Unresolvable {
+        /// The resolver's error.
+        reason: String,
+    },
+    /// No vetted address accepted a connection.
+    Unreachable {
+        /// The last connect error.
+        reason: String,
+    },
+    /// The socket's peer is not the address that was vetted.
+    PeerMismatch {
+        /// The peer the socket reported.
+        peer: String,
+    },
+}
+
+impl Rule {
+    /// Whether this is a policy refusal (as opposed to a name that does not resolve or a host
+    /// that does not answer).
+    pub fn is_policy(&self) -> bool {
+        !matches!(self, Rule::Unresolvable { .. } | Rule::Unreachable { .. })
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Rule::Unparsable { reason } => format!("the URL does not parse ({reason})"),
+            Rule::Scheme { scheme } => {
+                format!("scheme `{scheme}` is not allowed (only http and https)")
+            }
+            Rule::Credentials => "the URL carries a user name or password".into(),
+            Rule::BadPort { port } => {
+                format!("port {port} is on the Fetch Standard's list of blocked ports")
+            }
+            Rule::LocalhostName => {
+                "`localhost` and names under it are never resolved or fetched".into()
+            }
+            Rule::MetadataName => "the host is a cloud metadata service name".into(),
+            Rule::SpecialAddress { range, name, .. } => {
+                format!("the address is in {range} ({name}), which is not a public address")
+            }
+            Rule::AllowedOnlyAtChainStart { range, name } => format!(
+                "the address is in {range} ({name}); `[net] allow` exempts it, but only for a \
+                 request chain that starts there, and this chain started elsewhere"
+            ),
+            Rule::Unresolvable { reason } => format!("the name did not resolve ({reason})"),
+            Rule::Unreachable { reason } => {
+                format!("no vetted address accepted a connection ({reason})")
+            }
+            Rule::PeerMismatch { peer } => {
+                format!("the connected peer {peer} is not the vetted address")
+            }
+        }
+    }
+
+    fn hint(&self) -> &'static str {
+        match self {
+            Rule::Unparsable { .. } => {
+                "Check the URL: it needs a scheme and a host, such as https://example.com/page."
+            }
+            Rule::Scheme { .. } => {
+                "Use an http:// or https:// URL; read local files with the `read` tool."
+            }
+            Rule::Credentials => {
+                "Remove the user name and password from the URL: this tool never sends \
+                 credentials. Fetch a public URL instead."
+            }
+            Rule::BadPort { .. } => {
+                "Browsers refuse this port because it belongs to another protocol; if you really \
+                 need it, use `bash` with curl."
+            }
+            Rule::LocalhostName | Rule::PeerMismatch { .. } => {
+                "For a local development server, use `bash` with curl (for example \
+                 `curl -sS http://127.0.0.1:8080/`). To reach your own intranet, add the host or \
+                 address to `[net] allow` in the vak config."
+            }
+            Rule::MetadataName => {
+                "Cloud metadata services hold credentials and are never fetched; if you truly \
+                 need one, list its exact address in `[net] allow`."
+            }
+            Rule::SpecialAddress { metadata: true, .. } => {
+                "Cloud metadata endpoints hold credentials and are never fetched; only an exact \
+                 address entry in `[net] allow` (never a wider range) exempts one."
+            }
+            Rule::SpecialAddress { name, .. } if name.starts_with("benchmarking range") => {
+                "198.18.0.0/15 is what fake-IP proxies (Clash, Surge, sing-box and other TUN \
+                 modes) hand out for every name: the real address is hidden. Turn off fake-IP \
+                 mode or exempt the name in the proxy, or use `bash` with curl through the proxy."
+            }
+            Rule::SpecialAddress { .. } => {
+                "For a local development server, use `bash` with curl (for example \
+                 `curl -sS http://127.0.0.1:8080/`). To reach your own intranet, add the host or \
+                 CIDR to `[net] allow` in the vak config."
+            }
+            Rule::AllowedOnlyAtChainStart { .. } => {
+                "A public page may not redirect into the intranet. If you trust the target, \
+                 fetch the intranet URL directly so that the chain starts there."
+            }
+            Rule::Unresolvable { .. } => {
+                "Check the host name for typos; the site may not exist or the network may be down."
+            }
+            Rule::Unreachable { .. } => {
+                "The server did not accept a connection: check the port, or try again later."
+            }
+        }
+    }
+}
+
+/// The guard's refusal: the rule, the canonical address and how it was written, where in the
+/// request chain it happened, and what to do instead. Its `Display` is the model-facing text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub(crate) rule: Rule,
+    pub(crate) address: Option<IpAddr>,
+    pub(crate) host: Option<String>,
+    pub(crate) spelling: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) hop: usize,
+    pub(crate) chain: Vec<String>,
+    pub(crate) allow_warnings: Vec<String>,
+}
+
+impl Refusal {
+    pub(crate) fn new(rule: Rule) -> Self {
+        Self {
+            rule,
+            address: None,
+            host: None,
+            spelling: None,
+            url: None,
+            hop: 0,
+            chain: Vec::new(),
+            allow_warnings: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_address(mut self, address: IpAddr) -> Self {
+        self.address = Some(address);
+        self
+    }
+
+    pub(crate) fn with_host(mut self, host: impl Into<String>) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+
+    pub(crate) fn with_spelling(mut self, spelling: Option<String>) -> Self {
+        if spelling.is_some() {
+            self.spelling = spelling;
+        }
+        self
+    }
+
+    pub(crate) fn with_url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    pub(crate) fn at(mut self, hop: usize, chain: &[String]) -> Self {
+        self.hop = hop;
+        self.chain = chain.to_vec();
+        self
+    }
+
+    /// The rule that refused.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// The canonical address at fault, if an address was judged.
+    pub fn address(&self) -> Option<IpAddr> {
+        self.address
+    }
+
+    /// The canonical host (normalised name or address) at fault, if the URL had one.
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// The host as it was written in the URL or `Location` header, if it could be picked out.
+    pub fn spelling(&self) -> Option<&str> {
+        self.spelling.as_deref()
+    }
+
+    /// The URL of the refused hop, as parsed (or as given when it did not parse).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// The hop's index in its chain: 0 for the first request, 1 for the first redirect...
+    pub fn hop(&self) -> usize {
+        self.hop
+    }
+
+    /// The URLs (or `host:port`s) of the earlier hops of the chain, in order.
+    pub fn chain(&self) -> &[String] {
+        &self.chain
+    }
+
+    /// What the model should do instead.
+    pub fn hint(&self) -> &'static str {
+        self.rule.hint()
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.rule.is_policy() {
+            "refused by the network guard"
+        } else {
+            "could not connect"
+        };
+        write!(f, "{verb}: {}", self.rule.describe())?;
+        if let Some(url) = &self.url {
+            write!(f, "\n  url: {url}")?;
+        }
+        match (&self.host, self.address) {
+            (Some(host), Some(address)) if *host != address.to_string() => {
+                write!(f, "\n  host: {host}, address: {address}")?;
+            }
+            (_, Some(address)) => write!(f, "\n  address: {address}")?,
+            (Some(host), None) => write!(f, "\n  host: {host}")?,
+            (None, None) => {}
+        }
+        if let Some(spelling) = &self.spelling {
+            let canonical = self.host.as_deref().unwrap_or_default();
+            if spelling != canonical {
+                write!(f, " (written as `{spelling}`)")?;
+            }
+        }
+        if self.hop == 0 {
+            write!(f, "\n  hop: the first request")?;
+        } else {
+            write!(f, "\n  hop: redirect {} of the chain", self.hop)?;
+        }
+        if !self.chain.is_empty() {
+            write!(f, "\n  chain: {}", self.chain.join(" -> "))?;
+            if let Some(url) = &self.url {
+                write!(f, " -> {url} (refused)")?;
+            }
+        }
+        for warning in &self.allow_warnings {
+            write!(f, "\n  note: {warning}")?;
+        }
+        write!(f, "\n{}", self.rule.hint())
+    }
+}
+
+impl std::error::Error for Refusal {}

@@ -1,0 +1,334 @@
+//! `vak-tools mcp`: the registry served over the Model Context Protocol on stdin/stdout.
+//!
+//! Every result is kept whole in a bounded [`Ledger`] and the client is sent
+//! `vak_window::window` of it; the `recall` tool returns exactly what a window's marker says was
+//! left out. Tools whose permission posture is `Ask` are run only after the person approves
+//! through MCP elicitation; a client that cannot ask gets an error naming the mode that would
+//! allow the call. Each call runs with its own cancellation token, cancelled by the client's
+//! `notifications/cancelled` or by the end of standard input.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::{ElicitationError, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tools::window::{Recall, chars, lines, window};
+use vak_tools::{
+    CancellationToken, Capability, Content, PermissionMode, Posture, Registry, ToolContext,
+    ToolOutput, ToolSpec, parse_args, posture,
+};
+
+use crate::ledger::Ledger;
+
+/// The name of the server's own tool that returns slices of earlier results.
+const RECALL: &str = "recall";
+
+/// How long shutdown waits for cancelled calls to finish killing what they started.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The MCP server: the registry, a context per call, the ledger.
+#[derive(Clone)]
+pub(crate) struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    ctx: ToolContext,
+    mode: PermissionMode,
+    ledger: Mutex<Ledger>,
+    recall_spec: ToolSpec,
+    shutdown: CancellationToken,
+    in_flight: AtomicUsize,
+}
+
+/// Arguments of `recall`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    /// The call id named by the window's marker line.
+    call_id: String,
+    /// First omitted line (1-based), as the marker names it. Give with `to_line`.
+    from_line: Option<usize>,
+    /// Last omitted line (inclusive), as the marker names it.
+    to_line: Option<usize>,
+    /// First omitted character (1-based, counted over the whole result), as the marker names
+    /// it. Give with `to_char`, instead of lines.
+    from_char: Option<usize>,
+    /// Last omitted character (inclusive).
+    to_char: Option<usize>,
+}
+
+/// The person's answer to "allow this call?".
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Approval {
+    /// Whether to run the call.
+    allow: bool,
+}
+rmcp::elicit_safe!(Approval);
+
+impl Server {
+    pub(crate) fn new(
+        registry: Registry,
+        ctx: ToolContext,
+        mode: PermissionMode,
+        ledger_bytes: usize,
+    ) -> Self {
+        let recall_spec = ToolSpec::new::<RecallArgs>(
+            RECALL,
+            "Returns part of an earlier tool result that was too long to show whole. A long \
+             result is shown as its first and last lines with one marker line in between; the \
+             marker names the omitted lines (or characters) and the exact recall call to make: \
+             copy its call_id and numbers. Results are kept in memory for a while; an old one \
+             may have been evicted.",
+        )
+        .with_capabilities([Capability::ReadFs]);
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                ctx,
+                mode,
+                ledger: Mutex::new(Ledger::new(ledger_bytes)),
+                recall_spec,
+                shutdown: CancellationToken::new(),
+                in_flight: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Serves on stdin/stdout until the client closes stdin, then cancels running calls and
+    /// waits (a bounded time) for them to end.
+    pub(crate) async fn serve_stdio(self) -> Result<(), String> {
+        let inner = Arc::clone(&self.inner);
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| format!("MCP initialisation failed: {error}"))?;
+        let quit = running.waiting().await;
+        tracing::info!(?quit, "MCP client went away; stopping running calls");
+        inner.shutdown.cancel();
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        while inner.in_flight.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    fn spec_to_mcp(spec: &ToolSpec) -> McpTool {
+        let schema: JsonObject = match &spec.input_schema {
+            serde_json::Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        };
+        let writes = spec.has(Capability::WriteFs) || spec.has(Capability::Execute);
+        let annotations = ToolAnnotations::new()
+            .read_only(!writes && !spec.has(Capability::Network))
+            .destructive(writes)
+            .open_world(spec.has(Capability::Network));
+        McpTool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
+            .with_annotations(annotations)
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolOutput {
+        if name == RECALL {
+            return self.recall(args);
+        }
+        let Some(tool) = self.inner.registry.get(name) else {
+            return self.inner.registry.call(name, args, &self.inner.ctx).await;
+        };
+        let spec = tool.spec().clone();
+        if posture(&spec, self.inner.mode) == Posture::Ask
+            && let Err(refusal) = self.approve(&spec, &args, context).await
+        {
+            return refusal;
+        }
+        let token = self.inner.shutdown.child_token();
+        let ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        let call = self.inner.registry.call(name, args, &ctx);
+        tokio::pin!(call);
+        tokio::select! {
+            output = &mut call => output,
+            () = context.ct.cancelled() => {
+                token.cancel();
+                call.await
+            }
+        }
+    }
+
+    /// Asks the person through the client; `Err` is the refusal to return.
+    async fn approve(
+        &self,
+        spec: &ToolSpec,
+        args: &serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ToolOutput> {
+        let question = format!("Allow {}{}?", spec.name, describe_call(args));
+        let mode = self.inner.mode;
+        let allowing_mode = [PermissionMode::WorkspaceWrite, PermissionMode::FullAccess]
+            .into_iter()
+            .find(|candidate| posture(spec, *candidate) == Posture::Allow)
+            .unwrap_or(PermissionMode::FullAccess);
+        let mode_name = |mode: PermissionMode| match mode {
+            PermissionMode::ReadOnly => "read-only",
+            PermissionMode::WorkspaceWrite => "workspace-write",
+            PermissionMode::FullAccess => "full-access",
+        };
+        let refused = |why: &str| {
+            ToolOutput::error(format!(
+                "`{}` was not run: {why}. In permission mode `{}` it needs the person's approval; \
+                 `[permissions] mode = \"{}\"` in .vak/config.toml allows it without asking. Try \
+                 another tool, or ask the person to change the mode.",
+                spec.name,
+                mode_name(mode),
+                mode_name(allowing_mode)
+            ))
+        };
+        let answer = tokio::select! {
+            answer = context.peer.elicit::<Approval>(question) => answer,
+            () = context.ct.cancelled() => return Err(refused("the call was cancelled while asking")),
+        };
+        match answer {
+            Ok(Some(Approval { allow: true })) => Ok(()),
+            Ok(Some(Approval { allow: false }) | None) | Err(ElicitationError::UserDeclined) => {
+                Err(refused("the person declined it"))
+            }
+            Err(ElicitationError::UserCancelled) => Err(refused("the person dismissed the question")),
+            Err(ElicitationError::CapabilityNotSupported) => {
+                Err(refused("this MCP client cannot ask the person (it does not support elicitation)"))
+            }
+            Err(error) => Err(refused(&format!("asking the person failed ({error})"))),
+        }
+    }
+
+    fn recall(&self, args: serde_json::Value) -> ToolOutput {
+        let args: RecallArgs = match parse_args(args) {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        let text = match self.inner.ledger.lock() {
+            Ok(ledger) => match ledger.get(&args.call_id) {
+                Some(text) => text,
+                None => {
+                    let oldest = ledger.oldest().unwrap_or("none");
+                    return ToolOutput::error(format!(
+                        "no result is kept under call_id `{}`: it is unknown or was evicted to \
+                         bound memory (the oldest kept is `{oldest}`). Run the original tool \
+                         call again, narrower if you can.",
+                        args.call_id
+                    ));
+                }
+            },
+            Err(_) => return ToolOutput::error("the result ledger is unavailable; run the call again"),
+        };
+        match (args.from_line, args.to_line, args.from_char, args.to_char) {
+            (Some(from), Some(to), None, None) => ToolOutput::text(lines(&text, from, to)),
+            (None, None, Some(from), Some(to)) => ToolOutput::text(chars(&text, from, to)),
+            _ => ToolOutput::error(
+                "give either `from_line` and `to_line`, or `from_char` and `to_char`, exactly as \
+                 the marker line of the window names them",
+            ),
+        }
+    }
+
+    /// Records the whole text of a result and returns what the client is sent: the window of
+    /// the text (naming the ledger entry), followed by any images.
+    fn windowed(&self, output: ToolOutput) -> CallToolResult {
+        let whole: Arc<str> = output.text_content().into();
+        let id = match self.inner.ledger.lock() {
+            Ok(mut ledger) => ledger.record(Arc::clone(&whole)),
+            Err(_) => "unrecorded".to_owned(),
+        };
+        let mut blocks = vec![ContentBlock::text(window(&whole, &Recall { call_id: &id }).into_owned())];
+        for block in output.content {
+            if let Content::Image { media_type, data } = block {
+                blocks.push(ContentBlock::image(data, media_type));
+            }
+        }
+        let mut result = CallToolResult::success(blocks);
+        result.is_error = Some(output.is_error);
+        result
+    }
+}
+
+/// A short description of a call for the approval question: the URL, command or path when
+/// there is one, otherwise the arguments, cut to a readable length.
+fn describe_call(args: &serde_json::Value) -> String {
+    for key in ["url", "command", "path"] {
+        if let Some(value) = args.get(key).and_then(|value| value.as_str()) {
+            return format!(" of {}", cut(value, 200));
+        }
+    }
+    format!(" with {}", cut(&args.to_string(), 200))
+}
+
+fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// Counts a call as running for as long as it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("vak-tools", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "vak-tools: file, shell, search, web and browser tools. Long results are shown \
+                 as a window; the marker line names the `recall` call that returns the rest.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools: Vec<McpTool> =
+            self.inner.registry.specs().into_iter().map(Self::spec_to_mcp).collect();
+        tools.push(Self::spec_to_mcp(&self.inner.recall_spec));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let _in_flight = InFlight::enter(&self.inner.in_flight);
+        let args = match request.arguments {
+            Some(map) => serde_json::Value::Object(map),
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let output = self.call(&request.name, args, &context).await;
+        Ok(self.windowed(output).into())
+    }
+}

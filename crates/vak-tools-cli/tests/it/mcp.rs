@@ -1,0 +1,229 @@
+//! `vak-tools mcp` driven by a real MCP client (rmcp's), over the binary's stdin and stdout.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, RawContent};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::BIN;
+
+async fn connect(workspace: &Path) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("mcp").arg("--workspace").arg(workspace);
+    let transport = TokioChildProcess::new(command).unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+fn args(value: Value) -> rmcp::model::JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, name: &str, value: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(value)))
+        .await
+        .unwrap()
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block: &ContentBlock| match &block.raw {
+            RawContent::Text(text) => Some(text.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn process_alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn wait_gone(pid: u32, limit: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if !process_alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !process_alive(pid)
+}
+
+fn wait_for_file(path: &Path, limit: Duration) -> String {
+    let started = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        assert!(started.elapsed() < limit, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn lists_every_tool_with_schemas_annotations_and_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(dir.path()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    for name in ["bash", "edit", "glob", "grep", "read", "recall", "webfetch", "write"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for tool in &tools {
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+        assert!(tool.description.as_deref().is_some_and(|d| !d.is_empty()), "{}", tool.name);
+    }
+    let annotations = |name: &str| {
+        tools.iter().find(|tool| tool.name == name).unwrap().annotations.clone().unwrap()
+    };
+    assert_eq!(annotations("read").read_only_hint, Some(true));
+    assert_eq!(annotations("bash").destructive_hint, Some(true));
+    assert_eq!(annotations("webfetch").open_world_hint, Some(true));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn calls_succeed_fail_and_ask_before_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "first line\nsecond line\n").unwrap();
+    let client = connect(dir.path()).await;
+
+    let ok = call(&client, "read", json!({"path": "a.txt"})).await;
+    assert_eq!(ok.is_error, Some(false));
+    assert!(text_of(&ok).contains("second line"), "{}", text_of(&ok));
+
+    let failed = call(&client, "read", json!({"path": "missing.txt"})).await;
+    assert_eq!(failed.is_error, Some(true));
+
+    // webfetch is `Ask` in workspace-write; this client cannot answer an elicitation.
+    let refused = call(&client, "webfetch", json!({"url": "https://example.com/"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let text = text_of(&refused);
+    assert!(text.contains("full-access"), "{text}");
+    assert!(text.contains("not run"), "{text}");
+
+    let unknown = call(&client, "recall", json!({"call_id": "c999", "from_line": 1, "to_line": 2})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(text_of(&unknown).contains("c999"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn long_results_are_windowed_and_recall_returns_the_omitted_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(dir.path()).await;
+    let result = call(&client, "bash", json!({"command": "seq 1 20000"})).await;
+    assert_eq!(result.is_error, Some(false));
+    let shown = text_of(&result);
+    assert!(shown.chars().count() <= 30_000, "window too long: {}", shown.chars().count());
+
+    let marker_at = shown.find("recall {").expect("no recall hint in the window");
+    let line_start = shown[..marker_at].rfind('\n').map_or(0, |at| at + 1);
+    let line_end = shown[marker_at..].find('\n').map_or(shown.len(), |at| marker_at + at + 1);
+    let head = &shown[..line_start];
+    let tail = &shown[line_end..];
+    let marker = &shown[line_start..line_end];
+    let call_json = &marker[marker.find("recall {").unwrap() + "recall ".len()..];
+    let call_json = &call_json[..=call_json.find('}').unwrap()];
+    let recall_args: Value = serde_json::from_str(call_json).unwrap();
+
+    let recalled = call(&client, "recall", recall_args.clone()).await;
+    assert_eq!(recalled.is_error, Some(false), "{}", text_of(&recalled));
+    let whole = format!("{head}{}{tail}", text_of(&recalled));
+    let numbers: Vec<String> = (1..=20000).map(|n| n.to_string()).collect();
+    assert!(whole.contains(&format!("\n{}\n", numbers.join("\n"))), "reassembly lost lines");
+    assert_eq!(whole.matches('\n').count() - shown.matches('\n').count() + 1, {
+        let from = recall_args["from_line"].as_u64().unwrap();
+        let to = recall_args["to_line"].as_u64().unwrap();
+        (to - from + 1) as usize
+    });
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelling_a_bash_call_kills_its_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(dir.path()).await;
+    let pid_file = dir.path().join("pid");
+    let long_call = call(
+        &client,
+        "bash",
+        json!({"command": "sleep 60 & echo $! > pid; wait", "timeout_ms": 120000}),
+    );
+    // Dropping the call's future sends notifications/cancelled for it.
+    let pid_path = pid_file.clone();
+    let watcher = tokio::task::spawn_blocking(move || wait_for_file(&pid_path, Duration::from_secs(30)));
+    tokio::select! {
+        _ = long_call => panic!("the call returned before it was cancelled"),
+        pid = watcher => {
+            let pid: u32 = pid.unwrap().trim().parse().unwrap();
+            assert!(process_alive(pid));
+            // leave the select: the call future is dropped here, which cancels it
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            drop(pid_file);
+            let gone = tokio::task::spawn_blocking(move || wait_gone(pid, Duration::from_secs(15)))
+                .await
+                .unwrap();
+            assert!(gone, "sleep {pid} survived the cancellation");
+        }
+    }
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn eof_on_stdin_stops_the_server_and_its_processes() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--workspace"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "eof-test", "version": "0"}}}));
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "sleep 60 & echo $! > pid; wait"}}}));
+    let pid: u32 = wait_for_file(&dir.path().join("pid"), Duration::from_secs(30)).trim().parse().unwrap();
+    assert!(process_alive(pid));
+    drop(send);
+    drop(stdin);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "server did not exit on EOF");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    assert!(wait_gone(pid, Duration::from_secs(10)), "sleep {pid} survived the server");
+}
