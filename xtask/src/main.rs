@@ -2,7 +2,9 @@
 //!
 //! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
-//! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md.
+//! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
+//!   `bench glob` compare our search tools with ripgrep and fd on the corpus that
+//!   `bench-corpus` vendors).
 #![forbid(unsafe_code)]
 #![allow(
     clippy::disallowed_methods,
@@ -10,6 +12,7 @@
 )]
 #![allow(clippy::print_stdout, reason = "xtask reports to the terminal")]
 
+mod bench_search;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -21,8 +24,9 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("tidy") => tidy::run(&project_root()).map_err(|problems| problems.join("\n")),
         Some("bench") => bench(&args[1..]),
+        Some("bench-corpus") => bench_search::corpus(&project_root()),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | bench [NAME]>");
+            eprintln!("usage: cargo xtask <ci | tidy | bench [NAME] | bench-corpus>");
             return ExitCode::from(2);
         }
     };
@@ -171,5 +175,8 @@ fn bench(args: &[String]) -> Result<(), String> {
     let Some(name) = args.first() else {
         return step("bench", &["bench", "--workspace", "--all-features"], &[]);
     };
+    if name == "grep" || name == "glob" {
+        return bench_search::bench(&project_root(), name);
+    }
     Err(format!("unknown benchmark `{name}`"))
 }

@@ -1,8 +1,224 @@
-//! The `bash` tool for agents (not built yet: see its issue). [`register`] adds it once it
-//! exists.
+//! The `bash` tool: runs a shell command for an agent and always comes back, with every byte
+//! the command wrote before it ended and with no process of it left running.
+//!
+//! ```
+//! use serde_json::json;
+//! use vak_tool_core::{Registry, ToolContext};
+//!
+//! # fn main() {
+//! let mut registry = Registry::new();
+//! vak_tool_bash::register(&mut registry);
+//! let workspace = tempfile::tempdir().unwrap();
+//! let ctx = ToolContext::new(workspace.path()).unwrap();
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let out = rt.block_on(registry.call("bash", json!({"command": "echo hi; exit 3"}), &ctx));
+//! assert!(out.is_error);
+//! assert_eq!(out.text_content(), "exit code: 3\n--- stdout ---\nhi");
+//! # }
+//! ```
+//!
+//! The tool needs a Tokio runtime with its I/O and time drivers enabled (`enable_all`).
+//!
+//! # Design
+//!
+//! **Spawn.** `SHELL -c COMMAND` (the shell is [`ToolContext::shell`], `/bin/bash` by default)
+//! with stdin from `/dev/null`, in the context's folder or the `cwd` argument, with the
+//! context's environment plus a non-interactive set (`TERM=dumb`, `NO_COLOR=1`, `PAGER=cat`,
+//! `GIT_PAGER=cat`, `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`,
+//! `DEBIAN_FRONTEND=noninteractive`, `CI=1`), `TMPDIR` set to the agent's scratch folder, and
+//! `VAK_CALL_ID` tagging every process of the call. The child calls `setsid()` before `exec`:
+//! the shell leads a new session and process group and has no controlling terminal, so a
+//! program that opens `/dev/tty` to prompt fails at once. That `pre_exec` hook is the
+//! workspace's single `unsafe` block: `process_group(0)` is safe but keeps the caller's
+//! terminal (a read from it stops the process until the timeout), and std's `setsid` is not
+//! stable yet.
+//!
+//! **The tree.** A call's processes are the shell's session and group, every process whose
+//! environment carries the call's id (a `setsid`'d grandchild, a double-forked daemon
+//! re-parented to init), and the descendants of any of them, all found by scanning `/proc`:
+//! no cgroup, no subreaper, nothing that changes the host process. The shell is reaped only
+//! after its tree is stopped, so its pid (the session id) cannot be reused meanwhile, and each
+//! signal goes through a pidfd checked against the process's start time. A process that both
+//! scrubs its environment and leaves the session after its parent died cannot be found this
+//! way; only a cgroup could.
+//!
+//! **Ending.** On timeout or cancellation the tree gets SIGTERM, then SIGKILL after
+//! [`OutputLimits::bash_kill_grace`](vak_tool_core::OutputLimits); the first line of the result
+//! says which signal ended it. When the shell exits by itself, the pipes are drained (what they
+//! hold, then more while data keeps coming within `bash_drain_idle`, at most `bash_drain_cap`),
+//! and whatever it left running is stopped the same way and listed with pid and command line.
+//! The whole call is bounded by `timeout + bash_kill_grace + bash_drain_cap`. Dropping the
+//! call's future kills the tree with SIGKILL, synchronously, from a guard's `Drop`.
+//!
+//! **Output.** stdout and stderr are captured apart, each keeping its first and last
+//! `bash_stream_bytes / 2` bytes and counting the bytes and lines left out between them. The
+//! bytes are decoded once at the end (so a character split across reads stays whole), invalid
+//! UTF-8 becomes U+FFFD, ANSI escape sequences are removed, carriage-return redraws keep their
+//! last frame and other control characters are shown escaped (`\0`, `\x07`). The first line is
+//! `exit code: N`, `killed by SIGSEGV (signal 11)`, `timed out after 5 s; stopped by SIGTERM`,
+//! `timed out after 5 s; killed by SIGKILL after SIGTERM grace (2 s)` or `cancelled after …`.
+//! Anything but exit code 0 is an error result; exit code 1 is shown plainly (grep and diff
+//! use it for "no match" and "differs").
 #![deny(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-use vak_tool_core::Registry;
+mod capture;
+mod error;
+mod procs;
+mod run;
+mod spawn;
+mod text;
+mod tree;
 
-/// Adds this crate's tools to a registry.
-pub fn register(_registry: &mut Registry) {}
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tool_core::{
+    BoxFuture, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec, parse_args,
+};
+
+use crate::error::BashError;
+use crate::run::{Request, run};
+
+/// The default `timeout_ms`: two minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// The largest `timeout_ms`: ten minutes.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+const DESCRIPTION: &str = "Runs a shell command with `bash -c` in the workspace (or in `cwd`, \
+a folder inside it) and returns its exit code and output, stdout and stderr labelled apart. Use \
+it to build, test, run scripts, git and other command-line programs; prefer the file tools for \
+reading, searching and editing files. Standard input is empty and there is no terminal: a \
+program that waits for a prompt or a pager gets end-of-file or fails at once, so pass \
+non-interactive flags (`-y`, `--no-pager`). The call ends when the shell exits or after \
+`timeout_ms` (default 120000, at most 600000); a timed-out command and everything it started \
+get SIGTERM and, after a 2 s grace, SIGKILL. Processes still running in the background when \
+the shell exits (`cmd &`, daemons) are stopped too and listed: nothing outlives the call, so do \
+not start a server you expect to keep. Each stream keeps its first and last 512 KiB and says \
+how many bytes and lines were left out in the middle; ANSI colours are removed, progress-bar \
+redraws show their last frame, control characters are escaped. The first line is `exit code: \
+N` (or how the command was stopped); any non-zero code marks an error, though exit code 1 from \
+grep or diff only means no match or a difference. Temporary files belong in $TMPDIR.";
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    /// The command line to run with `bash -c`: pipes, `&&`, redirections and loops all work.
+    command: String,
+    /// Milliseconds before the command and everything it started are stopped (default 120000,
+    /// at most 600000).
+    #[schemars(range(min = 1, max = 600_000))]
+    timeout_ms: Option<u64>,
+    /// The folder to run in, relative to the current folder; it must exist inside the
+    /// workspace (default: the current folder).
+    cwd: Option<String>,
+}
+
+/// The `bash` tool.
+#[derive(Debug, Clone)]
+pub struct Bash {
+    spec: ToolSpec,
+}
+
+impl Bash {
+    /// The tool, with its spec.
+    pub fn new() -> Self {
+        Self {
+            spec: ToolSpec::new::<BashArgs>("bash", DESCRIPTION)
+                .with_capabilities([Capability::Execute]),
+        }
+    }
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tool for Bash {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args = match parse_args::<BashArgs>(args) {
+                Ok(args) => args,
+                Err(error) => return error,
+            };
+            match request(args, ctx) {
+                Ok(request) => run(request, ctx).await,
+                Err(error) => ToolOutput::error(error.to_string()),
+            }
+        })
+    }
+}
+
+/// Checks the arguments and resolves the folder.
+fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
+    if args.command.trim().is_empty() {
+        return Err(BashError::EmptyCommand);
+    }
+    let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(BashError::Timeout {
+            given: timeout_ms,
+            max: MAX_TIMEOUT_MS,
+        });
+    }
+    let cwd: PathBuf = match &args.cwd {
+        Some(given) => ctx
+            .resolve_path(given)
+            .map_err(|error| BashError::CwdRefused {
+                given: given.clone(),
+                reason: error.to_string(),
+            })?,
+        None => ctx.cwd().to_path_buf(),
+    };
+    match std::fs::metadata(&cwd) {
+        Ok(metadata) if metadata.is_dir() => {}
+        Ok(_) => return Err(BashError::CwdNotFolder { path: cwd }),
+        Err(_) => return Err(BashError::CwdMissing { path: cwd }),
+    }
+    Ok(Request {
+        command: args.command,
+        timeout: Duration::from_millis(timeout_ms),
+        cwd,
+    })
+}
+
+/// Adds the `bash` tool to a registry.
+pub fn register(registry: &mut Registry) {
+    registry.register(Bash::new());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_names_the_contract_parameters() {
+        let spec = Bash::new().spec;
+        let properties = spec.input_schema["properties"].as_object().unwrap();
+        let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["command", "cwd", "timeout_ms"]);
+        assert_eq!(spec.input_schema["required"], serde_json::json!(["command"]));
+        assert_eq!(spec.input_schema["additionalProperties"], false);
+        assert_eq!(spec.capabilities, [Capability::Execute]);
+    }
+
+    #[allow(dead_code, reason = "compile-time assertions")]
+    fn auto_traits() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Bash>();
+    }
+}

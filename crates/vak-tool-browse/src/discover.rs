@@ -47,7 +47,7 @@ pub(crate) fn find_browser(search: &Search<'_>) -> Result<PathBuf, BrowseError> 
         ("VAK_BROWSER", search.env_browser.map(Path::new)),
         ("[browse] browser", search.configured),
     ];
-    for (source, value) in explicit {
+    for (setting, value) in explicit {
         let Some(value) = value.filter(|value| !value.as_os_str().is_empty()) else {
             continue;
         };
@@ -58,13 +58,13 @@ pub(crate) fn find_browser(search: &Search<'_>) -> Result<PathBuf, BrowseError> 
         };
         let Some(found) = found else {
             return Err(BrowseError::BrowserMissing {
-                source,
+                setting,
                 browser: value.to_path_buf(),
             });
         };
         if is_brave(&found) {
             return Err(BrowseError::Brave {
-                source,
+                setting,
                 browser: found,
             });
         }

@@ -22,32 +22,29 @@ pub(crate) enum BrowseError {
     NoBrowser,
     /// The browser named by `VAK_BROWSER` or the configuration is not an executable file.
     #[error(
-        "{source} names `{browser}`, which is not an executable file (nor a program on PATH). \
-         Point {source} at the executable of Chromium, Chrome or Edge, or remove it to let \
+        "{setting} names `{browser}`, which is not an executable file (nor a program on PATH). \
+         Point {setting} at the executable of Chromium, Chrome or Edge, or remove it to let \
          browse look on PATH."
     )]
     BrowserMissing {
         /// `VAK_BROWSER` or `[browse] browser`.
-        source: &'static str,
+        setting: &'static str,
         /// What it names.
         browser: PathBuf,
     },
     /// The named browser is Brave.
     #[error(
-        "{source} names `{browser}`, which is Brave: its headless `--dump-dom` hangs, so \
-         browse does not use it. Point {source} at Chromium, Chrome or Edge instead."
+        "{setting} names `{browser}`, which is Brave: its headless `--dump-dom` hangs, so \
+         browse does not use it. Point {setting} at Chromium, Chrome or Edge instead."
     )]
     Brave {
         /// `VAK_BROWSER` or `[browse] browser`.
-        source: &'static str,
+        setting: &'static str,
         /// The Brave executable.
         browser: PathBuf,
     },
     /// The target URL was refused before the browser started.
-    #[error(
-        "refused `{url}` before starting the browser: {reason}. browse reaches only public \
-         http(s) addresses; a host on a private network must be listed in `[net] allow`."
-    )]
+    #[error("the browser was not started for `{url}`: {reason}")]
     TargetRefused {
         /// The URL as given.
         url: String,
@@ -81,12 +78,9 @@ pub(crate) enum BrowseError {
     },
     /// The main document (or a redirect on the way to it) was refused by the proxy.
     #[error(
-        "the page was not loaded: the screening proxy refused {what} `{url}` ({rule}{address}). \
-         browse reaches only public addresses; if this host is on your own network, list it in \
-         `[net] allow`.",
+        "the page was not loaded: the screening proxy refused {what} `{url}`.\n{detail}",
         url = blocked.url,
-        rule = blocked.rule,
-        address = blocked.address.map(|address| format!(", address {address}")).unwrap_or_default(),
+        detail = blocked.detail,
         what = if *redirected { "a redirect of the page to" } else { "the page" }
     )]
     MainRefused {

@@ -97,7 +97,6 @@ pub(crate) fn arguments(
         "--mute-audio",
         "--hide-scrollbars",
         "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-        "--force-webrtc-ip-handling-policy",
         "--proxy-bypass-list=<-loopback>",
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     ]
@@ -176,7 +175,7 @@ pub(crate) async fn run(launch: Launch<'_>) -> Result<(Ending, RunFiles), Browse
         browser: launch.browser.to_path_buf(),
         source,
     })?;
-    let mut running = Running::new(child);
+    let mut running = Running::new(child, launch.dir.to_path_buf());
     let ending = tokio::select! {
         status = running.child.wait() => match status {
             Ok(status) => Ending::Exited(status),
@@ -194,15 +193,19 @@ pub(crate) async fn run(launch: Launch<'_>) -> Result<(Ending, RunFiles), Browse
 struct Running {
     child: tokio::process::Child,
     pid: Option<u32>,
+    /// The call's folder: helpers that left the group (Chrome's crash handler starts its own
+    /// session) still name it on their command line.
+    dir: PathBuf,
     done: bool,
 }
 
 impl Running {
-    fn new(child: tokio::process::Child) -> Self {
+    fn new(child: tokio::process::Child, dir: PathBuf) -> Self {
         let pid = child.id();
         Self {
             child,
             pid,
+            dir,
             done: false,
         }
     }
@@ -218,12 +221,21 @@ impl Running {
         // Children of the browser may take a moment to die; keep killing the group until it
         // is empty, for a bounded while.
         let give_up = Instant::now() + Duration::from_secs(5);
-        while group_alive(pid) && Instant::now() < give_up {
+        loop {
+            let stragglers = stragglers(&self.dir);
+            let alive = group_alive(pid);
+            if !alive && stragglers.is_empty() {
+                break;
+            }
+            if Instant::now() >= give_up {
+                tracing::warn!(pid, "browser processes outlived the kill");
+                break;
+            }
             kill_group(pid);
+            for straggler in stragglers {
+                kill_pid(straggler);
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if group_alive(pid) {
-            tracing::warn!(pid, "browser processes outlived the kill");
         }
         self.done = true;
     }
@@ -235,17 +247,26 @@ impl Drop for Running {
             && let Some(pid) = self.pid
         {
             kill_browser(pid);
+            for straggler in stragglers(&self.dir) {
+                kill_pid(straggler);
+            }
         }
     }
 }
 
 /// `SIGKILL` to the pid itself, then to its process group.
 fn kill_browser(pid: u32) {
+    kill_pid(pid);
+    kill_group(pid);
+}
+
+fn kill_pid(pid: u32) {
     #[cfg(unix)]
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
-    kill_group(pid);
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 fn kill_group(pgid: u32) {
@@ -290,6 +311,37 @@ pub(crate) fn group_alive(pgid: u32) -> bool {
     {
         let _ = pgid;
         false
+    }
+}
+
+/// Live processes outside the group whose command line names the call's folder (on Linux; elsewhere
+/// the group is all there is to check).
+fn stragglers(dir: &Path) -> Vec<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        let needle = dir.as_os_str().as_encoded_bytes();
+        if needle.is_empty() {
+            return Vec::new();
+        }
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let names_dir = cmdline.windows(needle.len()).any(|window| window == needle);
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                let (state, _) = parse_stat(&stat)?;
+                (names_dir && state != 'Z' && state != 'X').then_some(pid)
+            })
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        Vec::new()
     }
 }
 

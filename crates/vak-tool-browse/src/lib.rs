@@ -1,10 +1,417 @@
-//! The `browse` tool (not built yet: see its issue). [`register`] adds it once it exists.
+//! The `browse` tool: a page rendered by a local headless Chrome-family browser, with every
+//! request the browser makes screened by the SSRF guard of `vak-tool-net`.
+//!
+//! Some pages exist only after their JavaScript has run. `browse` starts Chromium, Chrome or
+//! Edge with `--dump-dom`, lets timers run (`--virtual-time-budget`), and returns the rendered
+//! DOM as Markdown (the same converter as `webfetch`) or as HTML, together with the final URL
+//! and the list of requests that were refused.
+//!
+//! ```
+//! use vak_tool_core::{Capability, Registry};
+//!
+//! let mut registry = Registry::new();
+//! // `None`: no `[browse] browser` configured; `VAK_BROWSER` and PATH are consulted per call.
+//! vak_tool_browse::register(&mut registry, None);
+//! let spec = &registry.specs()[0];
+//! assert_eq!(spec.name, "browse");
+//! assert!(spec.has(Capability::Network) && spec.has(Capability::Execute));
+//! ```
+//!
+//! # Design
+//!
+//! - **Screening every request, not only the target.** Checking the first URL is not enough: a
+//!   page loads images, scripts, `fetch()` calls and WebSockets from anywhere (including
+//!   `169.254.169.254`), and a browser that resolves names itself opens a DNS-rebinding window.
+//!   So each call runs a forward proxy on `127.0.0.1:0` (the `proxy` module) and
+//!   points the browser at it with `--proxy-server` and `--proxy-bypass-list=<-loopback>` (without
+//!   it, loopback and link-local addresses bypass the proxy). `--host-resolver-rules="MAP *
+//!   ~NOTFOUND, EXCLUDE 127.0.0.1"` leaves the browser unable to resolve any name but the proxy's
+//!   own address, so the proxy (through the guard's resolve-vet-connect) makes every connection,
+//!   to the address it vetted. HTTPS and WebSockets go through `CONNECT` tunnels: TLS stays end
+//!   to end. QUIC is off and WebRTC may not send UDP outside the proxy
+//!   (`--webrtc-ip-handling-policy=disable_non_proxied_udp`). A refused request gets a `403` and
+//!   is listed in the result.
+//! - **`[net] allow` follows the page.** When the target itself needed the allow list (an
+//!   intranet page), the page's own requests may use it too; a public page never reaches the
+//!   intranet, not even through a redirect or a script.
+//! - **Discovery is fail-closed.** `VAK_BROWSER`, then `[browse] browser`, then `chromium`,
+//!   `chromium-browser`, `google-chrome-stable`, `google-chrome`, `microsoft-edge` on PATH, then
+//!   the macOS app bundles. Brave is skipped: its headless `--dump-dom` hangs. Without a browser
+//!   the call fails and says how to get one; it never falls back to a plain fetch.
+//! - **Files, not pipes.** The DOM (standard output) and the log (standard error) go to files in
+//!   a per-call folder of the scratch dir, next to a fresh `--user-data-dir` profile; crash
+//!   reports and caches are sent there too (`XDG_CONFIG_HOME`, `XDG_CACHE_HOME`). The folder is
+//!   removed when the call ends.
+//! - **The deadline is hard.** `--timeout` makes the browser print what it has a few seconds
+//!   before the deadline (`OutputLimits::browse_deadline`, 20 s); at the deadline (or on
+//!   cancellation, or when the call's future is dropped) the browser's own pid gets `SIGKILL`
+//!   (Debian's `chromium` is a script that `exec`s the real binary under the same pid), then the
+//!   process group it was started in; the call returns only after no live process of that group
+//!   is left.
+//! - **Reading the result.** Exit 0 with a non-empty DOM is success. An empty DOM with
+//!   `Page load failed: net::ERR_…` in the log becomes an error naming the code. The proxy's
+//!   refusal of the main document (or of a redirect on the way to it) is trusted over the DOM,
+//!   which is then the proxy's `403` page. Output captured at a deadline kill counts only when it
+//!   ends with `</html>`; that sentinel is not used otherwise, since SVG and XML documents have
+//!   none.
+//! - **`--no-sandbox` only as root.** Chrome's sandbox refuses to start as root, so there (and
+//!   only there) it is turned off. That costs the isolation between the page's renderer and the
+//!   machine: a renderer exploit would run with the tool's rights. The network screening above
+//!   does not depend on the sandbox, but running the agent as an ordinary user keeps both.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+mod discover;
+mod error;
+mod launch;
+mod outcome;
+mod proxy;
+mod screen;
 
-use vak_tool_core::Registry;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::time::Instant;
+use url::Url;
+use vak_tool_core::{
+    BoxFuture, CancellationToken, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec,
+    parse_args,
+};
+use vak_tool_net::guard::Guard;
+use vak_tool_net::markdown::{self, Flavour};
+
+use crate::error::BrowseError;
+use crate::launch::Launch;
+use crate::outcome::{Captured, Evidence};
+use crate::proxy::{Proxy, Report};
+
+const DESCRIPTION: &str = "Renders a web page in a local headless browser (Chromium, Chrome or \
+Edge) so that its JavaScript runs, and returns the resulting DOM as Markdown (default) or HTML. \
+Use it for pages whose content is built by scripts (single-page apps, pages that show nothing \
+without JavaScript); for ordinary pages webfetch is faster. Every request the page makes goes \
+through a screening proxy: private, loopback and cloud-metadata addresses are refused (listed \
+in the result, the page renders without them). Returns the final URL, the refused requests and \
+the page (cut at 512 KiB of HTML, with a note). A page gets about 20 seconds; timers up to 5 \
+seconds run. Needs a Chrome-family browser installed (or VAK_BROWSER set).";
 
 /// Adds this crate's tools to a registry. `browser` is the configured browser (`[browse]
 /// browser`); `VAK_BROWSER` in the call's environment overrides it.
-pub fn register(_registry: &mut Registry, _browser: Option<PathBuf>) {}
+pub fn register(registry: &mut Registry, browser: Option<PathBuf>) {
+    registry.register(Browse::new(browser));
+}
+
+/// How the rendered page is returned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Format {
+    /// The DOM converted to Markdown, links made absolute.
+    #[default]
+    Markdown,
+    /// The DOM as HTML, as the browser serialised it.
+    Html,
+}
+
+/// Arguments of `browse`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BrowseArgs {
+    /// The page to render: an absolute `http://` or `https://` URL on a public host.
+    url: String,
+    /// `markdown` (default): the rendered DOM as Markdown with absolute links; `html`: the
+    /// rendered DOM as HTML.
+    #[serde(default)]
+    format: Format,
+}
+
+/// The `browse` tool.
+struct Browse {
+    spec: ToolSpec,
+    browser: Option<PathBuf>,
+}
+
+impl Browse {
+    fn new(browser: Option<PathBuf>) -> Self {
+        let spec = ToolSpec::new::<BrowseArgs>("browse", DESCRIPTION)
+            .with_capabilities([Capability::Network, Capability::Execute]);
+        Self { spec, browser }
+    }
+}
+
+impl Tool for Browse {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args = match parse_args::<BrowseArgs>(args) {
+                Ok(args) => args,
+                Err(error) => return error,
+            };
+            match browse(self.browser.as_deref(), &args, ctx).await {
+                Ok(text) => ToolOutput::text(text),
+                Err(error) => ToolOutput::error(error.to_string()),
+            }
+        })
+    }
+}
+
+/// The rendered page.
+struct Page {
+    final_url: Url,
+    report: Report,
+    captured: Captured,
+    at_deadline: bool,
+}
+
+async fn browse(
+    configured: Option<&Path>,
+    args: &BrowseArgs,
+    ctx: &ToolContext,
+) -> Result<String, BrowseError> {
+    let budget = ctx.limits().browse_deadline;
+    let deadline = Instant::now() + budget;
+    let cancel = ctx.cancel();
+
+    let guard = Guard::new(ctx.net_policy());
+    let target = within(
+        screen::check_target(&guard, &args.url),
+        deadline,
+        budget,
+        cancel,
+    )
+    .await??;
+
+    let browser = discover::find_browser(&discover::Search {
+        env_browser: ctx.env_var("VAK_BROWSER"),
+        configured,
+        path: ctx.env_var("PATH"),
+        home: ctx.env_var("HOME"),
+        mac_bundles: cfg!(target_os = "macos"),
+    })?;
+
+    let scratch = ctx.scratch_dir().map_err(|source| BrowseError::Scratch {
+        path: ctx.workspace().join(".vak/scratch"),
+        source,
+    })?;
+    let dir = CallDir::create(&scratch)?;
+    let dialer = Arc::new(screen::GuardDialer::new(guard, target.intranet));
+    let proxy = Proxy::start(dialer, &target.url)
+        .await
+        .map_err(BrowseError::Proxy)?;
+
+    let (ending, files) = launch::run(Launch {
+        browser: &browser,
+        url: &target.url,
+        proxy: proxy.addr(),
+        dir: &dir.path,
+        env: ctx.env(),
+        deadline,
+        budget,
+        cancel,
+    })
+    .await?;
+    let report = proxy.report();
+    let captured = Captured::read(&files.dom, &files.log, ctx.limits().fetch_body_bytes)
+        .unwrap_or_default();
+    let refusal_page = proxy.is_refusal_page(&captured.dom);
+    drop(proxy);
+    dir.remove().await;
+
+    let accepted = outcome::judge(&Evidence {
+        ending,
+        captured: &captured,
+        report: &report,
+        refusal_page,
+        deadline: budget,
+        browser: &browser,
+    })?;
+    let final_url = report
+        .final_url
+        .clone()
+        .unwrap_or_else(|| target.url.clone());
+    let page = Page {
+        final_url,
+        report,
+        captured,
+        at_deadline: accepted.at_deadline,
+    };
+    render(page, args.format, deadline).await
+}
+
+/// Runs `work` unless the deadline passes or the call is cancelled first.
+async fn within<T>(
+    work: impl Future<Output = T>,
+    deadline: Instant,
+    budget: Duration,
+    cancel: &CancellationToken,
+) -> Result<T, BrowseError> {
+    tokio::select! {
+        output = work => Ok(output),
+        () = tokio::time::sleep_until(deadline) => Err(BrowseError::Deadline { deadline: budget }),
+        () = cancel.cancelled() => Err(BrowseError::Cancelled),
+    }
+}
+
+/// The result text: a short header (final URL, refused requests, notes), then the page.
+async fn render(page: Page, format: Format, deadline: Instant) -> Result<String, BrowseError> {
+    let Page {
+        final_url,
+        report,
+        captured,
+        at_deadline,
+    } = page;
+    let mut notes = Vec::new();
+    if captured.cut {
+        notes.push(format!(
+            "the rendered DOM is {} bytes; only its first {} bytes were kept",
+            captured.dom_bytes,
+            captured.dom.len()
+        ));
+    }
+    if at_deadline {
+        notes.push(
+            "the browser had to be stopped at the deadline, after it had printed the page".into(),
+        );
+    }
+    let html = outcome::is_html(&captured.dom);
+    let body = match format {
+        Format::Html => captured.dom,
+        Format::Markdown if !html => {
+            notes.push(
+                "the document is not HTML (an SVG or XML document, say), so it is shown as \
+                 markup"
+                    .into(),
+            );
+            captured.dom
+        }
+        Format::Markdown => {
+            // The conversion gets what is left of the deadline, and at least a few seconds.
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(5));
+            match markdown::convert(captured.dom.clone(), final_url.clone(), Flavour::Markdown, left)
+                .await
+            {
+                Ok(markdown) => markdown,
+                Err(error) => {
+                    notes.push(format!(
+                        "converting to Markdown failed ({error}), so the page is shown as HTML"
+                    ));
+                    captured.dom
+                }
+            }
+        }
+    };
+
+    let mut text = format!("URL: {final_url}\n");
+    let blocked_count = report.blocked.len() + report.blocked_dropped;
+    if blocked_count == 0 {
+        text.push_str("Blocked requests: none\n");
+    } else {
+        let _ = writeln!(
+            text,
+            "Blocked requests: {blocked_count} (refused by the screening proxy; the page was \
+             rendered without them)"
+        );
+        for blocked in &report.blocked {
+            let _ = write!(text, "- {}: {}", blocked.url, blocked.rule);
+            if let Some(address) = blocked.address {
+                let _ = write!(text, " [address {address}]");
+            }
+            text.push('\n');
+        }
+        if report.blocked_dropped > 0 {
+            let _ = writeln!(text, "- … and {} more", report.blocked_dropped);
+        }
+    }
+    for note in notes {
+        let _ = writeln!(text, "Note: {note}.");
+    }
+    text.push('\n');
+    text.push_str(body.trim_end());
+    text.push('\n');
+    Ok(text)
+}
+
+/// The call's own folder in the scratch dir: profile, DOM and log. Removed at the end.
+struct CallDir {
+    path: PathBuf,
+    removed: bool,
+}
+
+impl CallDir {
+    fn create(scratch: &Path) -> Result<Self, BrowseError> {
+        let name = format!(
+            "browse-{}-{}",
+            std::process::id(),
+            proxy::nonce().trim_start_matches("vak-")
+        );
+        let path = scratch.join(name);
+        std::fs::create_dir_all(&path).map_err(|source| BrowseError::Scratch {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            path,
+            removed: false,
+        })
+    }
+
+    /// Removes the folder; a helper process that was still writing may need a second try.
+    async fn remove(mut self) {
+        for _ in 0..20 {
+            if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.removed = true;
+    }
+}
+
+impl Drop for CallDir {
+    fn drop(&mut self) {
+        if !self.removed {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Callers hold the tool and its futures across threads.
+    #[allow(dead_code, reason = "compile-time assertions")]
+    fn auto_traits() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Browse>();
+        send_sync::<Proxy>();
+    }
+
+    #[test]
+    fn spec_and_schema() {
+        let tool = Browse::new(None);
+        let spec = tool.spec();
+        assert_eq!(spec.name, "browse");
+        assert_eq!(
+            spec.capabilities,
+            [Capability::Execute, Capability::Network]
+        );
+        let schema = &spec.input_schema;
+        assert_eq!(schema["required"], serde_json::json!(["url"]));
+        assert_eq!(schema["additionalProperties"], false);
+        for field in ["url", "format"] {
+            assert!(schema["properties"][field]["description"].is_string(), "{field}");
+        }
+    }
+}

@@ -44,6 +44,8 @@ pub(crate) struct Blocked {
     pub(crate) rule: String,
     /// The address that was refused, when the refusal concerned one.
     pub(crate) address: Option<SocketAddr>,
+    /// The guard's whole explanation, with what to do instead.
+    pub(crate) detail: String,
 }
 
 /// Why a dial produced no connection.
@@ -51,10 +53,12 @@ pub(crate) struct Blocked {
 pub(crate) enum DialError {
     /// The guard refused the destination: recorded, answered with `403`.
     Denied {
-        /// The guard's reason.
+        /// The guard's reason, one line.
         rule: String,
         /// The refused address, if one was.
         address: Option<SocketAddr>,
+        /// The guard's whole explanation.
+        detail: String,
     },
     /// The destination was allowed but could not be reached: answered with `502`.
     Failed(String),
@@ -66,7 +70,8 @@ pub(crate) trait Dialer: Send + Sync + 'static {
     /// Checks a URL before anything is dialled (scheme, credentials, literal addresses).
     fn check_url(&self, url: &Url) -> Result<(), DialError>;
 
-    /// Resolves `host`, vets every address, and connects to a vetted one.
+    /// Resolves `host` (as written in a URL: an IPv6 literal keeps its brackets), vets every
+    /// address, and connects to a vetted one.
     fn dial<'a>(
         &'a self,
         host: &'a str,
@@ -238,19 +243,21 @@ async fn tunnel(state: Arc<State>, request: Request<Incoming>) -> Response<Proxy
     let Some(authority) = request.uri().authority().cloned() else {
         return plain(StatusCode::BAD_REQUEST, "CONNECT needs host:port");
     };
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
+    let host = authority.host();
     let port = authority.port_u16().unwrap_or(443);
     let upstream = match state.dialer.dial(host, port).await {
         Ok((upstream, _address)) => upstream,
-        Err(DialError::Denied { rule, address }) => {
-            let main = state.tunnel_is_main(authority.host(), port);
+        Err(DialError::Denied {
+            rule,
+            address,
+            detail,
+        }) => {
+            let main = state.tunnel_is_main(host, port);
             let blocked = Blocked {
                 url: authority.as_str().to_owned(),
                 rule,
                 address,
+                detail,
             };
             return state.refuse(blocked, main);
         }
@@ -288,26 +295,34 @@ async fn forward(state: Arc<State>, request: Request<Incoming>) -> Response<Prox
     };
     url.set_fragment(None);
     let main = state.chain_position(&url);
-    let denied = |rule: String, address: Option<SocketAddr>| Blocked {
+    let denied = |rule: String, address: Option<SocketAddr>, detail: String| Blocked {
         url: url.to_string(),
         rule,
         address,
+        detail,
     };
     match state.dialer.check_url(&url) {
         Ok(()) => {}
-        Err(DialError::Denied { rule, address }) => {
-            return state.refuse(denied(rule, address), main);
+        Err(DialError::Denied {
+            rule,
+            address,
+            detail,
+        }) => {
+            return state.refuse(denied(rule, address, detail), main);
         }
         Err(DialError::Failed(reason)) => return plain(StatusCode::BAD_REQUEST, &reason),
     }
     let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
         return plain(StatusCode::BAD_REQUEST, "the request URL names no host");
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
     let upstream = match state.dialer.dial(host, port).await {
         Ok((upstream, _address)) => upstream,
-        Err(DialError::Denied { rule, address }) => {
-            return state.refuse(denied(rule, address), main);
+        Err(DialError::Denied {
+            rule,
+            address,
+            detail,
+        }) => {
+            return state.refuse(denied(rule, address, detail), main);
         }
         Err(DialError::Failed(reason)) => return plain(StatusCode::BAD_GATEWAY, &reason),
     };
@@ -398,9 +413,9 @@ fn refusal_page(nonce: &str, blocked: &Blocked) -> String {
     format!(
         "<!DOCTYPE html><html><head><meta name=\"vak-browse-refusal\" content=\"{nonce}\">\
          <title>Blocked by vak-tools</title></head><body><h1>Blocked</h1><p>The screening proxy \
-         refused {}: {}.</p></body></html>",
+         refused {}.</p><pre>{}</pre></body></html>",
         escape(&blocked.url),
-        escape(&blocked.rule)
+        escape(&blocked.detail)
     )
 }
 
@@ -432,7 +447,7 @@ fn empty() -> ProxyBody {
 }
 
 /// A value no page can guess, marking the proxy's refusal page.
-fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     if let Ok(elapsed) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
@@ -442,4 +457,223 @@ fn nonce() -> String {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(first);
     format!("vak-{first:016x}{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests play the browser: they connect to the proxy on loopback"
+)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use vak_tool_core::NetPolicy;
+    use vak_tool_net::guard::Guard;
+
+    use super::*;
+    use crate::screen::GuardDialer;
+
+    const TEST_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+    /// A server on 127.0.0.2 answering `/` with `hello`, `/away` with a redirect to `location`,
+    /// and keeping the request heads it saw.
+    async fn origin(location: String) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind((TEST_HOST, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&heads);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let seen = Arc::clone(&seen);
+                let location = location.clone();
+                tokio::spawn(async move {
+                    let head = read_head(&mut stream).await;
+                    let response = if head.starts_with("GET /away ") {
+                        format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n")
+                    } else {
+                        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_owned()
+                    };
+                    seen.lock().unwrap().push(head);
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        (addr, heads)
+    }
+
+    async fn read_head(stream: &mut TcpStream) -> String {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                break;
+            }
+            head.push(byte[0]);
+        }
+        String::from_utf8_lossy(&head).into_owned()
+    }
+
+    async fn proxy(target: &str) -> Proxy {
+        let guard = Guard::new(&NetPolicy::with_allow(["127.0.0.2/32"]));
+        let dialer = Arc::new(GuardDialer::new(guard, true));
+        Proxy::start(dialer, &Url::parse(target).unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Sends one request through the proxy and reads the whole answer.
+    async fn ask(proxy: &Proxy, request: &str) -> String {
+        let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    fn get(url: &str) -> String {
+        format!(
+            "GET {url} HTTP/1.1\r\nHost: ignored.example\r\nProxy-Connection: keep-alive\r\n\
+             Connection: close\r\n\r\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn absolute_form_is_forwarded_in_origin_form() {
+        let (origin, heads) = origin(String::new()).await;
+        let target = format!("http://{origin}/");
+        let proxy = proxy(&target).await;
+        let answer = ask(&proxy, &get(&format!("{target}?q=1#frag"))).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("hello"), "{answer}");
+        let head = heads.lock().unwrap()[0].clone();
+        assert!(head.starts_with("GET /?q=1 HTTP/1.1\r\n"), "{head}");
+        assert!(head.to_lowercase().contains(&format!("host: {origin}\r\n")), "{head}");
+        assert!(!head.to_lowercase().contains("proxy-connection"), "{head}");
+        let report = proxy.report();
+        assert!(report.blocked.is_empty());
+        assert_eq!(report.final_url.unwrap().as_str(), format!("{target}?q=1"));
+    }
+
+    #[tokio::test]
+    async fn refused_requests_get_403_and_are_recorded() {
+        let private = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let private_addr = private.local_addr().unwrap();
+        let (origin, _) = origin(String::new()).await;
+        let proxy = proxy(&format!("http://{origin}/")).await;
+        let cases = [
+            (get(&format!("http://{private_addr}/x")), format!("http://{private_addr}/x")),
+            (
+                format!("CONNECT {private_addr} HTTP/1.1\r\nHost: {private_addr}\r\n\r\n"),
+                private_addr.to_string(),
+            ),
+            (
+                get("http://169.254.169.254/latest/meta-data/"),
+                "http://169.254.169.254/latest/meta-data/".to_owned(),
+            ),
+            (get("http://localhost:8080/"), "http://localhost:8080/".to_owned()),
+        ];
+        for (request, _) in &cases {
+            let answer = ask(&proxy, request).await;
+            assert!(answer.starts_with("HTTP/1.1 403"), "{request}: {answer}");
+            assert!(proxy.is_refusal_page(&answer), "{answer}");
+        }
+        let report = proxy.report();
+        let urls: Vec<&str> = report.blocked.iter().map(|b| b.url.as_str()).collect();
+        let expected: Vec<&str> = cases.iter().map(|(_, url)| url.as_str()).collect();
+        assert_eq!(urls, expected);
+        assert_eq!(report.blocked[0].address, Some(private_addr));
+        assert!(report.blocked[0].rule.contains("127.0.0.0/8"), "{:?}", report.blocked[0]);
+        assert!(report.main_refused.is_none());
+        // Nothing reached the private listener.
+        let accepted = tokio::time::timeout(Duration::from_millis(50), private.accept()).await;
+        assert!(accepted.is_err(), "the private listener got a connection");
+    }
+
+    #[tokio::test]
+    async fn connect_tunnels_bytes_end_to_end() {
+        let (origin, heads) = origin(String::new()).await;
+        let proxy = proxy(&format!("https://{origin}/")).await;
+        let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+        let connect = format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
+        stream.write_all(connect.as_bytes()).await.unwrap();
+        let head = read_head(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        stream
+            .write_all(b"GET /inside HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = vec![0u8; 128];
+        let mut read = 0;
+        while !answer[..read].ends_with(b"hello") {
+            let n = stream.read(&mut answer[read..]).await.unwrap();
+            assert!(n > 0, "{}", String::from_utf8_lossy(&answer[..read]));
+            read += n;
+        }
+        // The bytes went through unchanged: the origin saw the tunnelled request as sent.
+        assert!(heads.lock().unwrap()[0].starts_with("GET /inside HTTP/1.1\r\nHost: x\r\n"));
+    }
+
+    #[tokio::test]
+    async fn the_main_chain_follows_redirects() {
+        let private = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let private_addr = private.local_addr().unwrap();
+        let (origin, _) = origin(format!("http://{private_addr}/admin")).await;
+        let target = format!("http://{origin}/away");
+        let proxy = proxy(&target).await;
+        // A sub-resource refusal is not the page's.
+        let answer = ask(&proxy, &get(&format!("http://{private_addr}/pixel"))).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(proxy.report().main_refused.is_none());
+        let answer = ask(&proxy, &get(&target)).await;
+        assert!(answer.starts_with("HTTP/1.1 302"), "{answer}");
+        let answer = ask(&proxy, &get(&format!("http://{private_addr}/admin"))).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        let (blocked, redirected) = proxy.report().main_refused.unwrap();
+        assert!(redirected);
+        assert_eq!(blocked.url, format!("http://{private_addr}/admin"));
+        assert!(proxy.report().final_url.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refused_tunnel_to_the_target_host_is_the_pages_refusal() {
+        let proxy = proxy("https://127.0.0.1:8443/page").await;
+        let answer = ask(
+            &proxy,
+            "CONNECT 127.0.0.1:8443 HTTP/1.1\r\nHost: 127.0.0.1:8443\r\n\r\n",
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        let (blocked, redirected) = proxy.report().main_refused.unwrap();
+        assert_eq!(blocked.url, "127.0.0.1:8443");
+        assert!(!redirected);
+    }
+
+    #[tokio::test]
+    async fn requests_that_are_not_proxy_requests_are_turned_away() {
+        let proxy = proxy("http://127.0.0.2/").await;
+        for request in [
+            "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_owned(),
+            get("ftp://127.0.0.2/file"),
+        ] {
+            let answer = ask(&proxy, &request).await;
+            assert!(answer.starts_with("HTTP/1.1 400"), "{request}: {answer}");
+        }
+        assert!(proxy.report().blocked.is_empty());
+    }
+
+    #[tokio::test]
+    async fn dropping_the_proxy_closes_its_port() {
+        let proxy = proxy("http://127.0.0.2/").await;
+        let addr = proxy.addr();
+        drop(proxy);
+        for _ in 0..100 {
+            if TcpStream::connect(addr).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the proxy still accepts connections after it was dropped");
+    }
 }

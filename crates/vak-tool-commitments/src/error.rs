@@ -60,7 +60,9 @@ pub enum StoreError {
         supported: i64,
     },
     /// A writer held the lock for longer than the busy timeout.
-    #[error("the commitments store {path} stayed locked by a writer for longer than the busy timeout")]
+    #[error(
+        "the commitments store {path} stayed locked by a writer for longer than the busy timeout"
+    )]
     Busy {
         /// The store.
         path: PathBuf,

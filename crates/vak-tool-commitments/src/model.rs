@@ -48,7 +48,9 @@ impl Closure {
     }
 
     pub(crate) fn parse(word: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|closure| closure.as_str() == word)
+        Self::ALL
+            .into_iter()
+            .find(|closure| closure.as_str() == word)
     }
 }
 

@@ -59,9 +59,13 @@ impl RawCommitment {
                 since: Timestamp::from_unix_seconds(self.waiting_since.unwrap_or(self.updated_at)),
             },
             ("closed", _, _) => {
-                let how = self.closure.as_deref().and_then(Closure::parse).ok_or_else(|| {
-                    bad(format!("closed with an unknown closure {:?}", self.closure))
-                })?;
+                let how = self
+                    .closure
+                    .as_deref()
+                    .and_then(Closure::parse)
+                    .ok_or_else(|| {
+                        bad(format!("closed with an unknown closure {:?}", self.closure))
+                    })?;
                 State::Closed {
                     at: Timestamp::from_unix_seconds(self.closed_at.unwrap_or(self.updated_at)),
                     how,
@@ -152,7 +156,9 @@ pub(crate) fn counts(conn: &Connection, path: &Path) -> Result<Counts, StoreErro
         .prepare("SELECT state, count(*) FROM commitments GROUP BY state")
         .map_err(fail)?;
     let rows = statement
-        .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
         .map_err(fail)?;
     let mut counts = Counts::default();
     for row in rows {

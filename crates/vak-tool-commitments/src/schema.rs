@@ -11,8 +11,8 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::StoreError;
 
-/// The schema version this build reads and writes.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build reads and writes (`PRAGMA user_version` of a current store).
+pub const SCHEMA_VERSION: i64 = 1;
 
 /// How long a connection waits for another one's lock before it gives up.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -172,7 +172,10 @@ pub(crate) fn prepare_writable(conn: &mut Connection, path: &Path) -> Result<(),
         Version::Empty => 0,
         Version::Older(found) => found,
     };
-    for step in MIGRATIONS.iter().skip(usize::try_from(from).unwrap_or(usize::MAX)) {
+    for step in MIGRATIONS
+        .iter()
+        .skip(usize::try_from(from).unwrap_or(usize::MAX))
+    {
         tx.execute_batch(step).map_err(fail)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -68,16 +68,23 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
-/// A length of time as a model reads it at a glance: `<1m`, `42m`, `30h`, `12d`.
+/// A length of time in seconds, shown as a model reads it at a glance: `<1m`, `42m`, `30h`,
+/// `12d`.
 ///
 /// Hours are kept up to two days, so that "yesterday" and "the day before" stay apart. A
 /// negative span (a clock that went back) shows as `<1m`.
-pub(crate) fn span(seconds: i64) -> String {
-    match seconds {
-        ..60 => "<1m".to_owned(),
-        60..3600 => format!("{}m", seconds / 60),
-        3600..172_800 => format!("{}h", seconds / 3600),
-        _ => format!("{}d", seconds / 86_400),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span(pub(crate) i64);
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seconds = self.0;
+        match seconds {
+            ..60 => f.write_str("<1m"),
+            60..3600 => write!(f, "{}m", seconds / 60),
+            3600..172_800 => write!(f, "{}h", seconds / 3600),
+            _ => write!(f, "{}d", seconds / 86_400),
+        }
     }
 }
 
@@ -158,7 +165,7 @@ mod tests {
             (48 * 3600, "2d"),
             (400 * 86_400, "400d"),
         ] {
-            assert_eq!(span(seconds), shown, "{seconds}");
+            assert_eq!(Span(seconds).to_string(), shown, "{seconds}");
         }
     }
 

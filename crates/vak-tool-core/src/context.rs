@@ -34,7 +34,8 @@ pub struct OutputLimits {
     /// `bash`: time between SIGTERM and SIGKILL (2 s).
     pub bash_kill_grace: Duration,
     /// `bash`: after the shell exits, how long the pipes may stay quiet before they are closed,
-    /// re-armed by new data (100 ms).
+    /// re-armed by new data (300 ms: long enough for a background job's last words, short
+    /// enough that `cmd &` does not hold the call).
     pub bash_drain_idle: Duration,
     /// `bash`: the hard cap on draining the pipes after the shell exits (2 s).
     pub bash_drain_cap: Duration,
@@ -57,7 +58,7 @@ impl Default for OutputLimits {
             grep_line_chars: 500,
             bash_stream_bytes: 1024 * 1024,
             bash_kill_grace: Duration::from_secs(2),
-            bash_drain_idle: Duration::from_millis(100),
+            bash_drain_idle: Duration::from_millis(300),
             bash_drain_cap: Duration::from_secs(2),
             fetch_body_bytes: 512 * 1024,
             fetch_deadline: Duration::from_secs(15),

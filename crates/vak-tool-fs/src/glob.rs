@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec};
@@ -131,11 +131,11 @@ async fn run(args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, GlobError>
         .build()
         .map_err(|source| GlobError::Pattern { source })?
         .compile_matcher();
-    let base = args.path.as_deref().unwrap_or(".");
-    let given = if prefix.as_os_str().is_empty() {
-        PathBuf::from(base)
-    } else {
-        Path::new(base).join(&prefix)
+    let given = match (args.path.as_deref(), prefix.as_os_str().is_empty()) {
+        (None, true) => PathBuf::from("."),
+        (None, false) => prefix.clone(),
+        (Some(path), true) => PathBuf::from(path),
+        (Some(path), false) => Path::new(path).join(&prefix),
     };
     let root = ctx.resolve_path(&given)?;
     if root.is_file() {

@@ -15,11 +15,21 @@ mod atomic;
 mod hash;
 mod sniff;
 // tool modules (each registered below)
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod walk;
+mod write;
 
 use vak_tool_core::Registry;
 
 /// Adds this crate's tools to a registry.
 pub fn register(registry: &mut Registry) {
     // tool registrations
-    let _ = registry;
+    registry.register(edit::EditTool::new());
+    registry.register(glob::Glob::new());
+    registry.register(grep::Grep::new());
+    registry.register(read::ReadTool::new());
+    registry.register(write::WriteTool::new());
 }

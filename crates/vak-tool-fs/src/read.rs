@@ -37,6 +37,8 @@ pub(crate) use page::count_lines;
 const DEFAULT_LIMIT: u64 = 2000;
 /// The size of each read of the streaming pass.
 const CHUNK: usize = 128 * 1024;
+/// From this size on, the hash is computed on a second thread while the scan goes on.
+const PARALLEL_HASH_BYTES: u64 = 4 * 1024 * 1024;
 
 const DESCRIPTION: &str = "Reads a file from the workspace. Text comes back as numbered lines in \
 `cat -n` form (line number, a tab, the line), starting at `offset` (1-based, default 1) for up to \
@@ -173,10 +175,10 @@ pub(crate) enum ReadError {
     },
     /// `offset` after the last line.
     #[error(
-        "offset={offset} is past the end of `{path}`, which has {total} line{s}. Call read \
-         again with an offset from 1 to {total}.",
-        total = grouped(*total),
-        s = if *total == 1 { "" } else { "s" }
+        "offset={offset} is past the end of `{path}`, which has {lines}. Call read again with \
+         {range}.",
+        lines = if *total == 1 { "1 line".to_owned() } else { format!("{} lines", grouped(*total)) },
+        range = if *total == 1 { "offset=1".to_owned() } else { format!("an offset from 1 to {total}") }
     )]
     PastEnd {
         /// The path as shown.
@@ -220,7 +222,7 @@ pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -345,7 +347,7 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Err(ReadError::NotFound {
                 path: shown(),
-                hint: not_found_hint(&request.path),
+                hint: not_found_hint(&request.path, &request.shown),
             });
         }
         Err(error) => return Err(io_error(error)),
@@ -392,6 +394,7 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
         limit: request.limit,
         budget: request.limits.read_bytes,
         chunk: CHUNK,
+        parallel_hash: meta.len() >= PARALLEL_HASH_BYTES,
     };
     let mut reader = io::Cursor::new(start).chain(file);
     let Some(page) = page::scan(&mut reader, page_request, cancel).map_err(io_error)? else {
@@ -416,11 +419,15 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
             total: page.total_lines,
         });
     }
-    Ok(ToolOutput::text(render(&request.shown, &page)))
+    Ok(ToolOutput::text(render(
+        &request.shown,
+        &page,
+        request.limits.read_bytes,
+    )))
 }
 
 /// The page as numbered lines, then the notes, then the hash.
-fn render(shown: &str, page: &page::Page) -> String {
+fn render(shown: &str, page: &page::Page, budget: usize) -> String {
     let mut out = String::with_capacity(page.text.len() + page.lines.len() * 8 + 256);
     let mut invalid_lines = Vec::new();
     let mut invalid_count = 0u64;
@@ -453,9 +460,14 @@ fn render(shown: &str, page: &page::Page) -> String {
     }
     match page.next {
         Some(next) => {
+            let full = if page.full && page.cut.is_none() {
+                format!(" (the page is full at {})", size(budget as u64))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "[lines {}–{} of {} shown; continue with offset={next}]",
+                "[lines {}–{} of {} shown{full}; continue with offset={next}]",
                 grouped(page.first),
                 grouped(last),
                 grouped(page.total_lines)
@@ -532,7 +544,7 @@ fn read_image(
     let mut data = start;
     // Read at most one byte past the limit, in case the file grew since it was measured.
     (&mut file)
-        .take(limit + 1 - data.len() as u64)
+        .take((limit + 1).saturating_sub(data.len() as u64))
         .read_to_end(&mut data)
         .map_err(|source| ReadError::Io {
             path: request.shown.clone(),
@@ -576,16 +588,24 @@ fn read_image(
 }
 
 /// What to say when a path does not exist: a missing folder, or names that look alike.
-fn not_found_hint(path: &Path) -> String {
-    let tail = " Check the path, or find the file with `glob` (for example \
-                {\"pattern\": \"**/NAME*\"}).";
+fn not_found_hint(path: &Path, shown: &str) -> String {
+    let name = Path::new(shown)
+        .file_name()
+        .map_or_else(|| "NAME".into(), |name| name.to_string_lossy());
+    let tail = format!(
+        " Check the path, or find the file with `glob` (for example {{\"pattern\": \"**/{name}\"}})."
+    );
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return tail.to_owned();
+        return tail;
     };
     let Ok(entries) = fs::read_dir(parent) else {
+        let folder = Path::new(shown)
+            .parent()
+            .filter(|folder| !folder.as_os_str().is_empty())
+            .unwrap_or(parent);
         return format!(
             " Its folder `{}` does not exist either.{tail}",
-            parent.display()
+            folder.display()
         );
     };
     let wanted = name.to_string_lossy().to_lowercase();
@@ -603,7 +623,7 @@ fn not_found_hint(path: &Path) -> String {
         })
         .collect();
     if similar.is_empty() {
-        return tail.to_owned();
+        return tail;
     }
     similar.sort();
     similar.truncate(5);
@@ -628,7 +648,12 @@ mod tests {
 
     #[test]
     fn numbers_and_sizes_for_people() {
-        for (n, text) in [(0, "0"), (999, "999"), (1000, "1,000"), (8_214_000, "8,214,000")] {
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (8_214_000, "8,214,000"),
+        ] {
             assert_eq!(grouped(n), text);
         }
         assert_eq!(size(1), "1 byte");
@@ -655,11 +680,12 @@ mod tests {
             bom: false,
             crlf_lines: 0,
             next: Some(11),
+            full: false,
             cut: None,
             hash: "0123456789abcdef".into(),
         };
         assert_eq!(
-            render("f", &page),
+            render("f", &page, 1000),
             "     9\ta\n    10\tb\n[lines 9–10 of 12 shown; continue with offset=11]\n\
              [hash of the whole file: 0123456789abcdef (give it to edit as expect_hash)]"
         );

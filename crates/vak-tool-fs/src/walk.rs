@@ -19,14 +19,17 @@
 //! cancellation token.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use ignore::{DirEntry, WalkBuilder, WalkState};
 use vak_tool_core::{PathPolicy, ToolContext};
 
 /// Folder names that are never walked into (unless the search root is inside one).
 pub(crate) const ALWAYS_SKIPPED: [&str; 3] = [".git", "node_modules", "target"];
+
+/// Files a folder's walker may queue ahead of the search.
+const FOLDER_QUEUE: usize = 256;
 
 /// How one search walks its root.
 #[derive(Debug, Clone)]
@@ -59,7 +62,12 @@ impl Walker {
     }
 
     fn builder(&self) -> WalkBuilder {
-        let mut builder = WalkBuilder::new(&self.root);
+        self.builder_at(&self.root)
+    }
+
+    /// A walk of `dir` (the root or a folder below it) with this walker's settings.
+    fn builder_at(&self, dir: &Path) -> WalkBuilder {
+        let mut builder = WalkBuilder::new(dir);
         builder
             .hidden(false)
             .parents(true)
@@ -78,19 +86,103 @@ impl Walker {
     /// Visits the regular files below the root one at a time, in a fixed order (each folder's
     /// entries sorted by name, depth first), until `visit` returns false or `stop` is set.
     /// The order does not depend on timing, so a search that stops early is reproducible.
-    pub(crate) fn files_in_order(&self, stop: &AtomicBool, mut visit: impl FnMut(PathBuf) -> bool) {
-        let mut builder = self.builder();
-        builder.sort_by_file_name(|a, b| a.cmp(b));
-        for entry in builder.build() {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
+    ///
+    /// The root's own entries are listed first; each of its folders is then walked by one of
+    /// `threads` walker threads (taken in order) into a bounded queue of its own, and the queues
+    /// are drained in order, so the folders are walked in parallel while the order stays that
+    /// of a single depth-first walk.
+    pub(crate) fn files_in_order(
+        &self,
+        threads: usize,
+        stop: &AtomicBool,
+        mut visit: impl FnMut(PathBuf) -> bool,
+    ) {
+        /// A top-level entry: a file, or a folder walked into the queue of that number.
+        enum Top {
+            File(PathBuf),
+            Folder(usize),
+        }
+        let mut top = Vec::new();
+        let mut folders = Vec::new();
+        let mut listing = self.builder();
+        listing.max_depth(Some(1)).sort_by_file_name(|a, b| a.cmp(b));
+        for entry in listing.build() {
             // Errors (unreadable folders, link loops) are skipped: the rest is still searched.
             let Ok(entry) = entry else { continue };
-            if is_file(&entry) && !visit(entry.into_path()) {
-                return;
+            if entry.depth() == 0 {
+                continue;
+            }
+            if is_file(&entry) {
+                top.push(Top::File(entry.into_path()));
+            } else if entry.file_type().is_some_and(|kind| kind.is_dir())
+                && !(entry.path_is_symlink() && links_to_ancestor(entry.path(), &self.root))
+            {
+                top.push(Top::Folder(folders.len()));
+                folders.push(entry.into_path());
             }
         }
+        let mut senders = Vec::with_capacity(folders.len());
+        let mut receivers = Vec::with_capacity(folders.len());
+        for _ in &folders {
+            let (sender, receiver) = mpsc::sync_channel::<PathBuf>(FOLDER_QUEUE);
+            senders.push(Mutex::new(Some(sender)));
+            receivers.push(receiver);
+        }
+        let next_folder = AtomicUsize::new(0);
+        let finished = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..threads.clamp(1, folders.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let index = next_folder.fetch_add(1, Ordering::Relaxed);
+                        let Some(folder) = folders.get(index) else {
+                            return;
+                        };
+                        let sender = senders
+                            .get(index)
+                            .and_then(|slot| slot.lock().ok().and_then(|mut slot| slot.take()));
+                        let Some(sender) = sender else { return };
+                        let mut builder = self.builder_at(folder);
+                        builder.sort_by_file_name(|a, b| a.cmp(b));
+                        for entry in builder.build() {
+                            if stop.load(Ordering::Relaxed) || finished.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            let Ok(entry) = entry else { continue };
+                            if is_file(&entry) && sender.send(entry.into_path()).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                });
+            }
+            let mut receivers = receivers.into_iter();
+            'top: for item in top {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                match item {
+                    Top::File(path) => {
+                        if !visit(path) {
+                            break;
+                        }
+                    }
+                    Top::Folder(_) => {
+                        let Some(receiver) = receivers.next() else {
+                            break;
+                        };
+                        for path in receiver {
+                            if stop.load(Ordering::Relaxed) || !visit(path) {
+                                break 'top;
+                            }
+                        }
+                    }
+                }
+            }
+            // Unblock and end the walker threads.
+            finished.store(true, Ordering::Relaxed);
+            drop(receivers);
+        });
     }
 
     /// Visits the regular files below the root on `threads` threads, in no particular order
@@ -120,6 +212,11 @@ impl Walker {
             })
         });
     }
+}
+
+/// Whether the link at `link` points at `root` or one of its ancestors (a loop once walked).
+fn links_to_ancestor(link: &Path, root: &Path) -> bool {
+    std::fs::canonicalize(link).is_ok_and(|target| root.starts_with(target))
 }
 
 fn is_file(entry: &DirEntry) -> bool {
@@ -246,6 +343,9 @@ mod tests {
             &workspace.join("web/node_modules/x"),
             workspace
         ));
-        assert!(inside_skipped_folder(Path::new("/elsewhere/.git"), workspace));
+        assert!(inside_skipped_folder(
+            Path::new("/elsewhere/.git"),
+            workspace
+        ));
     }
 }

@@ -1,8 +1,52 @@
-//! The `webfetch` tool and the SSRF guard (not built yet: see its issue). [`register`] adds the
-//! tool once it exists.
+//! The `webfetch` tool, and the SSRF guard that every outbound connection of this crate (and of
+//! `vak-tool-browse`) goes through.
+//!
+//! - [`guard`]: parse, screen, resolve once, judge every address, dial only the vetted address,
+//!   check the peer. Public so that `browse` can put it in front of a headless browser; its
+//!   module docs say how a forward proxy should use it.
+//! - [`markdown`]: HTML to Markdown or plain text, with script-like elements dropped and links
+//!   made absolute; also reused by `browse`.
+//! - [`WebFetch`]: the tool. One GET, redirects followed by hand (at most
+//!   [`MAX_REDIRECTS`], each hop screened again in full), one deadline for the whole chain, the
+//!   body capped on *decoded* bytes, text-like content types only.
+//!
+//! # Design choices
+//!
+//! - **HTTP stack**: hyper 1.x's connection-level client (`client::conn::http1`) over a socket the
+//!   guard opened, so that no library ever resolves a name or dials on its own (no pooling
+//!   client, no proxy variables, no `.netrc`). hyper adds no `Host` header at this level; the
+//!   tool sets it.
+//! - **TLS**: tokio-rustls with the **ring** crypto provider, named explicitly when the config is
+//!   built (rustls' default features are off, so aws-lc-rs is never in the graph: ring builds with
+//!   a plain C compiler, no cmake or Go, and one provider keeps the graph small). Roots come from
+//!   `webpki-roots` (Mozilla's list, so results do not depend on the machine), plus
+//!   [`WebFetch::with_extra_roots`] for tests. The server name (SNI and verification) is the URL's
+//!   host; for an address literal rustls sends no SNI and verifies the address.
+//! - **Bodies**: `gzip` and `br` are accepted and decoded with `async-compression`; the
+//!   cap counts decoded bytes, so a decompression bomb stops at the cap, and a `Content-Length`
+//!   above the cap is refused before the body is read.
+//! - **Text**: the charset is taken in the WHATWG order (byte order mark, then the
+//!   `Content-Type` charset, then a `<meta>` prescan for HTML) and decoded with `encoding_rs`;
+//!   without any, UTF-8 if the bytes are valid UTF-8, otherwise windows-1252.
+//!
+//! ```
+//! use vak_tool_core::Registry;
+//!
+//! let mut registry = Registry::new();
+//! vak_tool_net::register(&mut registry);
+//! assert_eq!(registry.names(), ["webfetch"]);
+//! ```
 #![forbid(unsafe_code)]
 
+mod fetch;
+pub mod guard;
+pub mod markdown;
+mod nesting;
+
+pub use fetch::{MAX_REDIRECTS, WebFetch};
 use vak_tool_core::Registry;
 
-/// Adds this crate's tools to a registry.
-pub fn register(_registry: &mut Registry) {}
+/// Adds `webfetch` to a registry.
+pub fn register(registry: &mut Registry) {
+    registry.register(WebFetch::new());
+}

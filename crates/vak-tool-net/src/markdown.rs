@@ -1,6 +1,7 @@
 //! HTML to Markdown (and to plain text), shared with `browse`.
 //!
-//! The page is parsed once with html5ever (through `htmd`), then cleaned up in one iterative pass
+//! Nesting is first capped by a linear pre-pass (html5ever's tree builder is quadratic in
+//! depth); the page is then parsed once with html5ever (through `htmd`) and cleaned up in one iterative pass
 //! (no recursion, so no depth can overflow the stack here):
 //!
 //! - elements that carry no readable text are dropped with their content: `script`, `style`,
@@ -15,7 +16,6 @@
 //! CPU-bound; from async code call [`convert`], which runs them on a dedicated thread with a
 //! large stack under a deadline.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -36,10 +36,42 @@ const DROPPED: &[&str] = &[
 ];
 
 const BLOCKS: &[&str] = &[
-    "address", "article", "aside", "blockquote", "body", "dd", "details", "div", "dl", "dt",
-    "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-    "header", "hr", "html", "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table",
-    "title", "tr", "ul",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "html",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "title",
+    "tr",
+    "ul",
 ];
 
 /// What [`convert`] produces.
@@ -79,7 +111,8 @@ pub enum ConvertError {
 /// ```
 pub fn html_to_markdown(html: &str, base: &Url) -> String {
     let converter = HtmlToMarkdown::builder().scripting_enabled(false).build();
-    let Ok(tree) = converter.html_to_tree(html) else {
+    let html = crate::nesting::cap_depth(html, crate::nesting::MAX_PARSE_DEPTH);
+    let Ok(tree) = converter.html_to_tree(&html) else {
         return String::new();
     };
     clean(&tree, base);
@@ -90,7 +123,8 @@ pub fn html_to_markdown(html: &str, base: &Url) -> String {
 /// elements dropped, whitespace collapsed outside `pre`.
 pub fn html_to_text(html: &str) -> String {
     let converter = HtmlToMarkdown::builder().scripting_enabled(false).build();
-    let Ok(tree) = converter.html_to_tree(html) else {
+    let html = crate::nesting::cap_depth(html, crate::nesting::MAX_PARSE_DEPTH);
+    let Ok(tree) = converter.html_to_tree(&html) else {
         return String::new();
     };
     // The base only matters for attributes, which text drops.
@@ -164,9 +198,7 @@ fn clean(tree: &Rc<Node>, base: &Url) {
         node.children
             .borrow_mut()
             .retain(|child| !tag(child).is_some_and(|tag| DROPPED.contains(&tag)));
-        if let NodeData::Element { attrs, .. } = &node.data {
-            absolutise(attrs, &base);
-        }
+        absolutise(&node, &base);
         if depth >= MAX_DEPTH {
             flatten(&node);
             continue;
@@ -177,7 +209,10 @@ fn clean(tree: &Rc<Node>, base: &Url) {
     }
 }
 
-fn absolutise(attrs: &RefCell<Vec<markup5ever_rcdom::Attribute>>, base: &Url) {
+fn absolutise(node: &Node, base: &Url) {
+    let NodeData::Element { attrs, .. } = &node.data else {
+        return;
+    };
     for attr in attrs.borrow_mut().iter_mut() {
         if matches!(&*attr.name.local, "href" | "src")
             && let Ok(joined) = base.join(attr.value.trim())
@@ -216,7 +251,7 @@ fn text_of(tree: &Rc<Node>) -> String {
     while let Some(step) = stack.pop() {
         match step {
             Step::Leave(block) => {
-                if block {
+                if block && !out.ends_with('\n') {
                     out.push('\n');
                 }
             }

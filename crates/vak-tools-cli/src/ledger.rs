@@ -18,7 +18,12 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// An empty ledger that keeps at most about `budget_bytes` of text.
     pub(crate) fn new(budget_bytes: usize) -> Self {
-        Self { entries: VecDeque::new(), total_bytes: 0, budget_bytes, next_id: 1 }
+        Self {
+            entries: VecDeque::new(),
+            total_bytes: 0,
+            budget_bytes,
+            next_id: 1,
+        }
     }
 
     /// Records a result and returns its new call id (`c1`, `c2`, …).
@@ -37,7 +42,10 @@ impl Ledger {
 
     /// The result recorded under `id`, unless it was evicted or never existed.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<str>> {
-        self.entries.iter().find(|(key, _)| key == id).map(|(_, text)| Arc::clone(text))
+        self.entries
+            .iter()
+            .find(|(key, _)| key == id)
+            .map(|(_, text)| Arc::clone(text))
     }
 
     /// The oldest call id still kept.

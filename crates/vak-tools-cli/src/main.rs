@@ -133,7 +133,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             }
             let output = call_until_interrupted(&tools, &tool, args, &ctx).await;
             print_output(&output, json)?;
-            Ok(if output.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if output.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Mcp { place } => {
             let (config, workspace) = load(&place)?;

@@ -116,8 +116,7 @@ impl Server {
         tracing::info!(?quit, "MCP client went away; stopping running calls");
         inner.shutdown.cancel();
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-        while inner.in_flight.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
-        {
+        while inner.in_flight.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(())
@@ -133,8 +132,12 @@ impl Server {
             .read_only(!writes && !spec.has(Capability::Network))
             .destructive(writes)
             .open_world(spec.has(Capability::Network));
-        McpTool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
-            .with_annotations(annotations)
+        McpTool::new(
+            spec.name.clone(),
+            spec.description.clone(),
+            Arc::new(schema),
+        )
+        .with_annotations(annotations)
     }
 
     async fn call(
@@ -205,10 +208,12 @@ impl Server {
             Ok(Some(Approval { allow: false }) | None) | Err(ElicitationError::UserDeclined) => {
                 Err(refused("the person declined it"))
             }
-            Err(ElicitationError::UserCancelled) => Err(refused("the person dismissed the question")),
-            Err(ElicitationError::CapabilityNotSupported) => {
-                Err(refused("this MCP client cannot ask the person (it does not support elicitation)"))
+            Err(ElicitationError::UserCancelled) => {
+                Err(refused("the person dismissed the question"))
             }
+            Err(ElicitationError::CapabilityNotSupported) => Err(refused(
+                "this MCP client cannot ask the person (it does not support elicitation)",
+            )),
             Err(error) => Err(refused(&format!("asking the person failed ({error})"))),
         }
     }
@@ -231,7 +236,9 @@ impl Server {
                     ));
                 }
             },
-            Err(_) => return ToolOutput::error("the result ledger is unavailable; run the call again"),
+            Err(_) => {
+                return ToolOutput::error("the result ledger is unavailable; run the call again");
+            }
         };
         match (args.from_line, args.to_line, args.from_char, args.to_char) {
             (Some(from), Some(to), None, None) => ToolOutput::text(lines(&text, from, to)),
@@ -251,7 +258,9 @@ impl Server {
             Ok(mut ledger) => ledger.record(Arc::clone(&whole)),
             Err(_) => "unrecorded".to_owned(),
         };
-        let mut blocks = vec![ContentBlock::text(window(&whole, &Recall { call_id: &id }).into_owned())];
+        let mut blocks = vec![ContentBlock::text(
+            window(&whole, &Recall { call_id: &id }).into_owned(),
+        )];
         for block in output.content {
             if let Content::Image { media_type, data } = block {
                 blocks.push(ContentBlock::image(data, media_type));
@@ -312,8 +321,13 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools: Vec<McpTool> =
-            self.inner.registry.specs().into_iter().map(Self::spec_to_mcp).collect();
+        let mut tools: Vec<McpTool> = self
+            .inner
+            .registry
+            .specs()
+            .into_iter()
+            .map(Self::spec_to_mcp)
+            .collect();
         tools.push(Self::spec_to_mcp(&self.inner.recall_spec));
         Ok(ListToolsResult::with_all_items(tools))
     }

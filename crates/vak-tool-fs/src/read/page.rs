@@ -9,6 +9,7 @@
 
 use std::io::{self, Read};
 use std::ops::Range;
+use std::sync::mpsc;
 
 use vak_tool_core::CancellationToken;
 
@@ -28,6 +29,8 @@ pub(crate) struct PageRequest {
     pub(crate) budget: usize,
     /// The size of each read.
     pub(crate) chunk: usize,
+    /// Whether to hash on a second thread (worth it for large files only).
+    pub(crate) parallel_hash: bool,
 }
 
 /// The one line that alone exceeds the budget, cut at a character boundary.
@@ -62,6 +65,8 @@ pub(crate) struct Page {
     pub(crate) crlf_lines: u64,
     /// The first line not shown, when the page stopped before the end of the file.
     pub(crate) next: Option<u64>,
+    /// Whether the byte budget (not the line limit) ended the page.
+    pub(crate) full: bool,
     /// The line cut short because it alone exceeds the budget.
     pub(crate) cut: Option<CutLine>,
     /// The hash of the whole file.
@@ -100,6 +105,7 @@ struct Scanner {
     used: usize,
     crlf_lines: u64,
     next: Option<u64>,
+    full: bool,
     cut: Option<CutLine>,
     /// While cutting: characters after the kept part, and the last byte of the line.
     cut_rest_chars: u64,
@@ -147,6 +153,7 @@ impl Scanner {
             used: 0,
             crlf_lines: 0,
             next: None,
+            full: false,
             cut: None,
             cut_rest_chars: 0,
             cut_last: None,
@@ -239,7 +246,8 @@ impl Scanner {
         let have = self.text.len() - self.line_start;
         let room = self.room();
         // One byte of slack for a `\r` that will be removed at the line's end.
-        if have + part.len() <= room || (have + part.len() == room + 1 && part.last() == Some(&b'\r'))
+        if have + part.len() <= room
+            || (have + part.len() == room + 1 && part.last() == Some(&b'\r'))
         {
             self.text.extend_from_slice(part);
         } else if self.lines.is_empty() {
@@ -253,6 +261,7 @@ impl Scanner {
             // This line does not fit after the others: the page ends before it.
             self.text.truncate(self.line_start);
             self.next = Some(self.line);
+            self.full = true;
             self.phase = Phase::Count;
         }
     }
@@ -289,6 +298,7 @@ impl Scanner {
                 });
                 self.lines.push(self.line_start..self.text.len());
                 self.next = Some(self.line + 1);
+                self.full = true;
                 self.phase = Phase::Count;
             }
             Phase::Skip | Phase::Count => {}
@@ -311,6 +321,7 @@ impl Scanner {
             bytes: self.pos,
             bom,
             crlf_lines: self.crlf_lines,
+            full: self.full && next.is_some(),
             next,
             cut: self.cut,
             hash,
@@ -353,6 +364,52 @@ fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// Where the scan sends each chunk after it has looked at it: to the hasher.
+trait Hashing {
+    /// A buffer to read the next chunk into (any length; it is resized).
+    fn buffer(&mut self) -> Vec<u8>;
+    /// Hashes a chunk (and may hand its buffer back later).
+    fn hash(&mut self, chunk: Vec<u8>) -> io::Result<()>;
+}
+
+/// Hashing on the scanning thread, reusing one buffer.
+struct Inline {
+    hasher: ContentHasher,
+    spare: Option<Vec<u8>>,
+}
+
+impl Hashing for Inline {
+    fn buffer(&mut self) -> Vec<u8> {
+        self.spare.take().unwrap_or_default()
+    }
+
+    fn hash(&mut self, chunk: Vec<u8>) -> io::Result<()> {
+        self.hasher.update(&chunk);
+        self.spare = Some(chunk);
+        Ok(())
+    }
+}
+
+/// Hashing on a second thread while the scan goes on: SHA-256 is the slow part of a pass, so a
+/// large file costs about the hash alone rather than hash plus scan. At most four buffers exist
+/// at once (two queued, one being hashed, one being filled).
+struct Pipelined {
+    full: mpsc::SyncSender<Vec<u8>>,
+    free: mpsc::Receiver<Vec<u8>>,
+}
+
+impl Hashing for Pipelined {
+    fn buffer(&mut self) -> Vec<u8> {
+        self.free.try_recv().unwrap_or_default()
+    }
+
+    fn hash(&mut self, chunk: Vec<u8>) -> io::Result<()> {
+        self.full
+            .send(chunk)
+            .map_err(|_| io::Error::other("the hashing thread stopped"))
+    }
+}
+
 /// Reads all of `reader` once and cuts out the requested page.
 ///
 /// Returns `Ok(None)` when `cancel` fires before the end.
@@ -361,8 +418,50 @@ pub(crate) fn scan(
     request: PageRequest,
     cancel: &CancellationToken,
 ) -> io::Result<Option<Page>> {
-    let mut buf = vec![0; request.chunk.max(BOM.len())];
-    let mut hasher = ContentHasher::default();
+    if !request.parallel_hash {
+        let mut inline = Inline {
+            hasher: ContentHasher::default(),
+            spare: None,
+        };
+        let scanned = scan_with(reader, request, cancel, &mut inline)?;
+        return Ok(scanned.map(|(scanner, bom)| scanner.finish(bom, inline.hasher.finish())));
+    }
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(2);
+        let (free_tx, free_rx) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("vak-read-hash".into())
+            .spawn_scoped(scope, move || {
+                let mut hasher = ContentHasher::default();
+                for chunk in full_rx {
+                    hasher.update(&chunk);
+                    // The scan may have finished already; then the buffer is simply dropped.
+                    let _ = free_tx.send(chunk);
+                }
+                hasher.finish()
+            })?;
+        let mut pipelined = Pipelined {
+            full: full_tx,
+            free: free_rx,
+        };
+        let scanned = scan_with(reader, request, cancel, &mut pipelined);
+        // Closing the channel ends the hashing thread.
+        drop(pipelined);
+        let hash = worker
+            .join()
+            .map_err(|_| io::Error::other("the hashing thread failed"))?;
+        Ok(scanned?.map(|(scanner, bom)| scanner.finish(bom, hash)))
+    })
+}
+
+/// The scanning loop: returns the scanner at the end of the input and whether there was a BOM.
+fn scan_with(
+    reader: &mut impl Read,
+    request: PageRequest,
+    cancel: &CancellationToken,
+    hashing: &mut impl Hashing,
+) -> io::Result<Option<(Scanner, bool)>> {
+    let size = request.chunk.max(BOM.len());
     let mut scanner = Scanner::new(request);
     let mut first = true;
     let mut bom = false;
@@ -370,16 +469,17 @@ pub(crate) fn scan(
         if cancel.is_cancelled() {
             return Ok(None);
         }
+        let mut buf = hashing.buffer();
+        buf.resize(size, 0);
         let n = fill(reader, &mut buf)?;
         if n == 0 {
             break;
         }
-        let data = &buf[..n];
-        hasher.update(data);
-        let mut content = data;
+        buf.truncate(n);
+        let mut content = &buf[..];
         if first {
             first = false;
-            if let Some(rest) = data.strip_prefix(BOM) {
+            if let Some(rest) = content.strip_prefix(BOM) {
                 bom = true;
                 content = rest;
                 scanner.pos = BOM.len() as u64;
@@ -387,23 +487,32 @@ pub(crate) fn scan(
             }
         }
         scanner.feed(content);
-        if n < buf.len() {
+        hashing.hash(buf)?;
+        if n < size {
             break;
         }
     }
-    Ok(Some(scanner.finish(bom, hasher.finish())))
+    Ok(Some((scanner, bom)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn page_of(bytes: &[u8], offset: u64, limit: u64, budget: usize, chunk: usize) -> Page {
+    fn page_of(
+        bytes: &[u8],
+        offset: u64,
+        limit: u64,
+        budget: usize,
+        chunk: usize,
+        parallel_hash: bool,
+    ) -> Page {
         let request = PageRequest {
             offset,
             limit,
             budget,
             chunk,
+            parallel_hash,
         };
         scan(&mut &bytes[..], request, &CancellationToken::new())
             .unwrap()
@@ -419,14 +528,16 @@ mod tests {
 
     /// The same answers whatever the chunk size, so chunk boundaries never matter.
     fn check(bytes: &[u8], offset: u64, limit: u64, budget: usize) -> Page {
-        let reference = page_of(bytes, offset, limit, budget, 1 << 16);
+        let reference = page_of(bytes, offset, limit, budget, 1 << 16, false);
         for chunk in [4, 5, 7, 16, 64] {
-            assert_eq!(
-                page_of(bytes, offset, limit, budget, chunk),
-                reference,
-                "chunk {chunk} differs for {:?}",
-                String::from_utf8_lossy(bytes)
-            );
+            for parallel_hash in [false, true] {
+                assert_eq!(
+                    page_of(bytes, offset, limit, budget, chunk, parallel_hash),
+                    reference,
+                    "chunk {chunk} (parallel hash {parallel_hash}) differs for {:?}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
         }
         assert_eq!(reference.hash, crate::hash::content_hash(bytes));
         assert_eq!(reference.bytes, bytes.len() as u64);
@@ -444,7 +555,11 @@ mod tests {
             ("\n\n", 2),
             ("a\r\nb\r\n", 2),
         ] {
-            assert_eq!(check(text.as_bytes(), 1, 10, 1000).total_lines, total, "{text:?}");
+            assert_eq!(
+                check(text.as_bytes(), 1, 10, 1000).total_lines,
+                total,
+                "{text:?}"
+            );
             assert_eq!(count_lines(text.as_bytes()), total, "{text:?}");
         }
         assert_eq!(check(b"\xef\xbb\xbf", 1, 10, 1000).total_lines, 0);
@@ -482,7 +597,10 @@ mod tests {
         let page = check(text.as_bytes(), 1, 100, 17 * 3 + 5);
         assert_eq!(shown(&page), ["abcdefgh0", "abcdefgh1", "abcdefgh2"]);
         assert_eq!(page.next, Some(4));
+        assert!(page.full);
         assert_eq!(page.cut, None);
+        let by_limit = check(text.as_bytes(), 1, 3, 1000);
+        assert_eq!((by_limit.next, by_limit.full), (Some(4), false));
         let exact = check(text.as_bytes(), 1, 100, 17 * 3);
         assert_eq!(exact.lines.len(), 3);
     }
@@ -521,6 +639,28 @@ mod tests {
     }
 
     #[test]
+    fn cuts_never_split_a_character() {
+        let text = "a€😀".as_bytes(); // 1 + 3 + 4 bytes
+        // (bytes kept before backing off, bytes left after)
+        for (kept, want) in [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 4),
+            (5, 4),
+            (6, 4),
+            (7, 4),
+            (8, 8),
+        ] {
+            assert_eq!(char_boundary(&text[..kept], 0), want, "kept {kept}");
+        }
+        // Stray continuation bytes are left alone; the floor is respected.
+        assert_eq!(char_boundary(b"\x80\x80", 0), 2);
+        assert_eq!(char_boundary("x€".as_bytes(), 1), 4);
+        assert_eq!(char_boundary(&"x€".as_bytes()[..3], 1), 1);
+    }
+
+    #[test]
     fn crlf_and_bom() {
         let page = check(b"\xef\xbb\xbfone\r\ntwo\r\nthree", 1, 10, 1000);
         assert!(page.bom);
@@ -542,6 +682,12 @@ mod tests {
             limit: 1,
             budget: 100,
             chunk: 16,
+            parallel_hash: false,
+        };
+        assert_eq!(scan(&mut &b"abc"[..], request, &cancel).unwrap(), None);
+        let request = PageRequest {
+            parallel_hash: true,
+            ..request
         };
         assert_eq!(scan(&mut &b"abc"[..], request, &cancel).unwrap(), None);
     }

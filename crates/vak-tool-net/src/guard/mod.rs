@@ -239,9 +239,14 @@ impl Guard {
     pub fn check_url(&self, input: &str, chain: &Chain) -> Result<Url, Refusal> {
         let spelling = host_spelling(input);
         let url = Url::parse(input.trim()).map_err(|error| {
-            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
-                .with_url(input.trim())
-                .with_spelling(spelling.clone())
+            self.refusal(
+                Rule::Unparsable {
+                    reason: error.to_string(),
+                },
+                chain,
+            )
+            .with_url(input.trim())
+            .with_spelling(spelling.clone())
         })?;
         self.check_parsed(&url, spelling, chain)?;
         Ok(url)
@@ -289,10 +294,15 @@ impl Guard {
     pub async fn vet(&self, host: &str, chain: &Chain) -> Result<Vetted, Refusal> {
         let spelling = Some(host.to_string());
         let parsed = Host::parse(host).map_err(|error| {
-            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
-                .with_spelling(spelling.clone())
+            self.refusal(
+                Rule::Unparsable {
+                    reason: error.to_string(),
+                },
+                chain,
+            )
+            .with_spelling(spelling.clone())
         })?;
-        self.vet_host(&parsed, chain)
+        self.vet_host(&borrow_host(&parsed), chain)
             .await
             .map_err(|refusal| refusal.with_spelling(spelling))
     }
@@ -308,11 +318,17 @@ impl Guard {
         let label = format!("{host}:{port}");
         let spelling = Some(host.to_string());
         let parsed = Host::parse(host).map_err(|error| {
-            self.refusal(Rule::Unparsable { reason: error.to_string() }, chain)
-                .with_spelling(spelling.clone())
-                .with_url(label.clone())
+            self.refusal(
+                Rule::Unparsable {
+                    reason: error.to_string(),
+                },
+                chain,
+            )
+            .with_spelling(spelling.clone())
+            .with_url(label.clone())
         })?;
-        self.connect_host(&parsed, port, label, spelling, chain).await
+        self.connect_host(&borrow_host(&parsed), port, label, spelling, chain)
+            .await
     }
 
     /// Connects for a URL that passed [`Guard::check_url`]: vets its host, dials its port (or the
@@ -321,7 +337,12 @@ impl Guard {
         self.check_parsed(url, None, chain)?;
         let Some(host) = url.host() else {
             return Err(self
-                .refusal(Rule::Unparsable { reason: "the URL has no host".into() }, chain)
+                .refusal(
+                    Rule::Unparsable {
+                        reason: "the URL has no host".into(),
+                    },
+                    chain,
+                )
                 .with_url(url.as_str()));
         };
         let port = url.port_or_known_default().unwrap_or(0);
@@ -337,8 +358,11 @@ impl Guard {
         spelling: Option<String>,
         chain: &mut Chain,
     ) -> Result<Connection, Refusal> {
-        let with_context =
-            |refusal: Refusal| refusal.with_url(label.clone()).with_spelling(spelling.clone());
+        let with_context = |refusal: Refusal| {
+            refusal
+                .with_url(label.clone())
+                .with_spelling(spelling.clone())
+        };
         if BAD_PORTS.contains(&port) {
             return Err(with_context(self.refusal(Rule::BadPort { port }, chain)));
         }
@@ -394,8 +418,12 @@ impl Guard {
                 }
                 Ok(None)
             }
-            Host::Ipv4(v4) => self.judge_all(&v4.to_string(), None, &[IpAddr::V4(*v4)], chain).map(Some),
-            Host::Ipv6(v6) => self.judge_all(&v6.to_string(), None, &[IpAddr::V6(*v6)], chain).map(Some),
+            Host::Ipv4(v4) => self
+                .judge_all(&v4.to_string(), None, &[IpAddr::V4(*v4)], chain)
+                .map(Some),
+            Host::Ipv6(v6) => self
+                .judge_all(&v6.to_string(), None, &[IpAddr::V6(*v6)], chain)
+                .map(Some),
         }
     }
 
@@ -404,16 +432,31 @@ impl Guard {
             return Ok(vetted);
         }
         let Host::Domain(domain) = host else {
-            return Err(self.refusal(Rule::Unparsable { reason: "no host".into() }, chain));
+            return Err(self.refusal(
+                Rule::Unparsable {
+                    reason: "no host".into(),
+                },
+                chain,
+            ));
         };
         let name = normalise_name(domain);
         let addresses = self.resolver.resolve(&name).await.map_err(|error| {
-            self.refusal(Rule::Unresolvable { reason: error.to_string() }, chain)
-                .with_host(name.clone())
+            self.refusal(
+                Rule::Unresolvable {
+                    reason: error.to_string(),
+                },
+                chain,
+            )
+            .with_host(name.clone())
         })?;
         if addresses.is_empty() {
             return Err(self
-                .refusal(Rule::Unresolvable { reason: "no addresses".into() }, chain)
+                .refusal(
+                    Rule::Unresolvable {
+                        reason: "no addresses".into(),
+                    },
+                    chain,
+                )
                 .with_host(name));
         }
         self.judge_all(&name, Some(&name), &addresses, chain)
@@ -460,9 +503,9 @@ impl Guard {
     }
 
     fn refusal(&self, rule: Rule, chain: &Chain) -> Refusal {
-        let mut refusal = Refusal::new(rule).at(chain.hops.len(), &chain.hops);
-        refusal.allow_warnings = self.allow.warnings().to_vec();
-        refusal
+        Refusal::new(rule)
+            .at(chain.hops.len(), &chain.hops)
+            .with_warnings(self.allow.warnings())
     }
 }
 
@@ -479,6 +522,14 @@ async fn dial(target: SocketAddr) -> std::io::Result<TcpStream> {
     )]
     let stream = socket.connect(target).await;
     stream
+}
+
+fn borrow_host(host: &Host<String>) -> Host<&str> {
+    match host {
+        Host::Domain(domain) => Host::Domain(domain.as_str()),
+        Host::Ipv4(v4) => Host::Ipv4(*v4),
+        Host::Ipv6(v6) => Host::Ipv6(*v6),
+    }
 }
 
 /// Lowercases (the `url` crate already applied UTS 46) and drops trailing dots.
@@ -498,13 +549,17 @@ pub(crate) fn host_spelling(input: &str) -> Option<String> {
     let rest = &input[start..];
     let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
     let authority = &rest[..end];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     let host = if host_port.starts_with('[') {
         host_port
             .find(']')
             .map_or(host_port, |close| &host_port[..=close])
     } else {
-        host_port.rsplit_once(':').map_or(host_port, |(host, _)| host)
+        host_port
+            .rsplit_once(':')
+            .map_or(host_port, |(host, _)| host)
     };
     (!host.is_empty()).then(|| host.to_string())
 }

@@ -157,7 +157,12 @@ mod tests {
             (&["fd00::/8"], "fd00:ec2::254", None, false),
             (&["fd00:ec2::254"], "fd00:ec2::254", None, true),
             (&["192.0.0.0/24"], "192.0.0.192", None, false),
-            (&["metadata.example"], "169.254.169.254", Some("metadata.example"), false),
+            (
+                &["metadata.example"],
+                "169.254.169.254",
+                Some("metadata.example"),
+                false,
+            ),
             // Names.
             (&["wiki.corp"], "10.1.2.3", Some("wiki.corp"), true),
             (&["WIKI.corp."], "10.1.2.3", Some("wiki.corp"), true),

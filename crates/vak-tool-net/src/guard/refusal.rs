@@ -158,20 +158,23 @@ impl Rule {
 /// The guard's refusal: the rule, the canonical address and how it was written, where in the
 /// request chain it happened, and what to do instead. Its `Display` is the model-facing text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub(crate) rule: Rule,
-    pub(crate) address: Option<IpAddr>,
-    pub(crate) host: Option<String>,
-    pub(crate) spelling: Option<String>,
-    pub(crate) url: Option<String>,
-    pub(crate) hop: usize,
-    pub(crate) chain: Vec<String>,
-    pub(crate) allow_warnings: Vec<String>,
+pub struct Refusal(Box<Details>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Details {
+    rule: Rule,
+    address: Option<IpAddr>,
+    host: Option<String>,
+    spelling: Option<String>,
+    url: Option<String>,
+    hop: usize,
+    chain: Vec<String>,
+    allow_warnings: Vec<String>,
 }
 
 impl Refusal {
     pub(crate) fn new(rule: Rule) -> Self {
-        Self {
+        Self(Box::new(Details {
             rule,
             address: None,
             host: None,
@@ -180,90 +183,95 @@ impl Refusal {
             hop: 0,
             chain: Vec::new(),
             allow_warnings: Vec::new(),
-        }
+        }))
+    }
+
+    pub(crate) fn with_warnings(mut self, warnings: &[String]) -> Self {
+        self.0.allow_warnings = warnings.to_vec();
+        self
     }
 
     pub(crate) fn with_address(mut self, address: IpAddr) -> Self {
-        self.address = Some(address);
+        self.0.address = Some(address);
         self
     }
 
     pub(crate) fn with_host(mut self, host: impl Into<String>) -> Self {
-        self.host = Some(host.into());
+        self.0.host = Some(host.into());
         self
     }
 
     pub(crate) fn with_spelling(mut self, spelling: Option<String>) -> Self {
         if spelling.is_some() {
-            self.spelling = spelling;
+            self.0.spelling = spelling;
         }
         self
     }
 
     pub(crate) fn with_url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
+        self.0.url = Some(url.into());
         self
     }
 
     pub(crate) fn at(mut self, hop: usize, chain: &[String]) -> Self {
-        self.hop = hop;
-        self.chain = chain.to_vec();
+        self.0.hop = hop;
+        self.0.chain = chain.to_vec();
         self
     }
 
     /// The rule that refused.
     pub fn rule(&self) -> &Rule {
-        &self.rule
+        &self.0.rule
     }
 
     /// The canonical address at fault, if an address was judged.
     pub fn address(&self) -> Option<IpAddr> {
-        self.address
+        self.0.address
     }
 
     /// The canonical host (normalised name or address) at fault, if the URL had one.
     pub fn host(&self) -> Option<&str> {
-        self.host.as_deref()
+        self.0.host.as_deref()
     }
 
     /// The host as it was written in the URL or `Location` header, if it could be picked out.
     pub fn spelling(&self) -> Option<&str> {
-        self.spelling.as_deref()
+        self.0.spelling.as_deref()
     }
 
     /// The URL of the refused hop, as parsed (or as given when it did not parse).
     pub fn url(&self) -> Option<&str> {
-        self.url.as_deref()
+        self.0.url.as_deref()
     }
 
     /// The hop's index in its chain: 0 for the first request, 1 for the first redirect...
     pub fn hop(&self) -> usize {
-        self.hop
+        self.0.hop
     }
 
     /// The URLs (or `host:port`s) of the earlier hops of the chain, in order.
     pub fn chain(&self) -> &[String] {
-        &self.chain
+        &self.0.chain
     }
 
     /// What the model should do instead.
     pub fn hint(&self) -> &'static str {
-        self.rule.hint()
+        self.0.rule.hint()
     }
 }
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verb = if self.rule.is_policy() {
+        let verb = if self.0.rule.is_policy() {
             "refused by the network guard"
         } else {
             "could not connect"
         };
-        write!(f, "{verb}: {}", self.rule.describe())?;
-        if let Some(url) = &self.url {
+        write!(f, "{verb}: {}", self.0.rule.describe())?;
+        if let Some(url) = &self.0.url {
             write!(f, "\n  url: {url}")?;
         }
-        match (&self.host, self.address) {
+        match (&self.0.host, self.0.address) {
             (Some(host), Some(address)) if *host != address.to_string() => {
                 write!(f, "\n  host: {host}, address: {address}")?;
             }
@@ -271,27 +279,27 @@ impl fmt::Display for Refusal {
             (Some(host), None) => write!(f, "\n  host: {host}")?,
             (None, None) => {}
         }
-        if let Some(spelling) = &self.spelling {
-            let canonical = self.host.as_deref().unwrap_or_default();
+        if let Some(spelling) = &self.0.spelling {
+            let canonical = self.0.host.as_deref().unwrap_or_default();
             if spelling != canonical {
                 write!(f, " (written as `{spelling}`)")?;
             }
         }
-        if self.hop == 0 {
+        if self.0.hop == 0 {
             write!(f, "\n  hop: the first request")?;
         } else {
-            write!(f, "\n  hop: redirect {} of the chain", self.hop)?;
+            write!(f, "\n  hop: redirect {} of the chain", self.0.hop)?;
         }
-        if !self.chain.is_empty() {
-            write!(f, "\n  chain: {}", self.chain.join(" -> "))?;
-            if let Some(url) = &self.url {
+        if !self.0.chain.is_empty() {
+            write!(f, "\n  chain: {}", self.0.chain.join(" -> "))?;
+            if let Some(url) = &self.0.url {
                 write!(f, " -> {url} (refused)")?;
             }
         }
-        for warning in &self.allow_warnings {
+        for warning in &self.0.allow_warnings {
             write!(f, "\n  note: {warning}")?;
         }
-        write!(f, "\n{}", self.rule.hint())
+        write!(f, "\n{}", self.0.rule.hint())
     }
 }
 

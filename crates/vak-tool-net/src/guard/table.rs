@@ -55,9 +55,15 @@ const V4_ROWS: &[Row] = &[
     row("0.0.0.0/8", "\"this network\" (0.0.0.0/8)"),
     row("10.0.0.0/8", "private network (RFC 1918)"),
     metadata("100.100.100.200/32", "Alibaba Cloud metadata endpoint"),
-    row("100.64.0.0/10", "shared address space / carrier-grade NAT (RFC 6598)"),
+    row(
+        "100.64.0.0/10",
+        "shared address space / carrier-grade NAT (RFC 6598)",
+    ),
     row("127.0.0.0/8", "loopback"),
-    metadata("169.254.169.254/32", "cloud metadata endpoint (AWS, GCP, Azure, ...)"),
+    metadata(
+        "169.254.169.254/32",
+        "cloud metadata endpoint (AWS, GCP, Azure, ...)",
+    ),
     metadata("169.254.170.2/32", "AWS ECS task metadata endpoint"),
     row("169.254.0.0/16", "link-local"),
     row("172.16.0.0/12", "private network (RFC 1918)"),
@@ -154,8 +160,11 @@ pub fn special_range(address: IpAddr) -> Option<SpecialRange> {
 fn judge_v4(address: Ipv4Addr) -> Option<(IpNet, &'static str, bool)> {
     V4_ROWS.iter().find_map(|row| {
         let net: Ipv4Net = row.net.parse().ok()?;
-        net.contains(&address)
-            .then_some((IpNet::V4(net), row.name, row.treatment == Treatment::Metadata))
+        net.contains(&address).then_some((
+            IpNet::V4(net),
+            row.name,
+            row.treatment == Treatment::Metadata,
+        ))
     })
 }
 
@@ -236,11 +245,13 @@ mod tests {
             let got = special_range(IpAddr::V4(net.network())).unwrap();
             assert_eq!(got.name, row.name, "{}", row.net);
         }
-        for row in V6_ROWS.iter().filter(|row| row.treatment != Treatment::EmbeddedIpv4) {
+        for row in V6_ROWS
+            .iter()
+            .filter(|row| row.treatment != Treatment::EmbeddedIpv4)
+        {
             let net: Ipv6Net = row.net.parse().unwrap();
-            // The network address of `::/96` is `::`, its own row; probe inside instead.
-            let probe = Ipv6Addr::from(u128::from(net.network()) | 2);
-            let probe = if net.prefix_len() == 128 { net.network() } else { probe };
+            // Probe the last address: the first one often belongs to a narrower row.
+            let probe = net.broadcast();
             let got = special_range(IpAddr::V6(probe)).unwrap();
             assert_eq!(got.name, row.name, "{}", row.net);
         }

@@ -16,8 +16,15 @@ fn list_json_is_the_specs() {
     let output = run(dir.path(), &["list", "--json"], None);
     assert!(output.status.success(), "{}", stderr(&output));
     let specs: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let names: Vec<&str> = specs.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
-    for name in ["bash", "browse", "edit", "glob", "grep", "read", "webfetch", "write"] {
+    let names: Vec<&str> = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "bash", "browse", "edit", "glob", "grep", "read", "webfetch", "write",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let mut sorted = names.clone();
@@ -27,7 +34,12 @@ fn list_json_is_the_specs() {
         assert_eq!(spec["input_schema"]["type"], "object", "{spec}");
         assert!(spec["posture"].is_string(), "{spec}");
     }
-    let webfetch = specs.as_array().unwrap().iter().find(|s| s["name"] == "webfetch").unwrap();
+    let webfetch = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "webfetch")
+        .unwrap();
     assert_eq!(webfetch["posture"], "ask");
 }
 
@@ -44,7 +56,11 @@ fn list_plain_names_every_tool() {
 fn call_exits_0_on_success_and_prints_the_text() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
-    let output = run(dir.path(), &["call", "read", r#"{"path":"notes.txt"}"#], None);
+    let output = run(
+        dir.path(),
+        &["call", "read", r#"{"path":"notes.txt"}"#],
+        None,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("alpha") && text.contains("beta"), "{text}");
@@ -59,13 +75,20 @@ fn call_reads_arguments_from_stdin_with_dash() {
         Some(r#"{"path":"sub/new.txt","content":"hello\n"}"#),
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(std::fs::read_to_string(dir.path().join("sub/new.txt")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sub/new.txt")).unwrap(),
+        "hello\n"
+    );
 }
 
 #[test]
 fn call_exits_1_on_an_error_result() {
     let dir = tempfile::tempdir().unwrap();
-    let output = run(dir.path(), &["call", "read", r#"{"path":"missing.txt"}"#, "--json"], None);
+    let output = run(
+        dir.path(),
+        &["call", "read", r#"{"path":"missing.txt"}"#, "--json"],
+        None,
+    );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["isError"], true);
@@ -75,7 +98,11 @@ fn call_exits_1_on_an_error_result() {
 #[test]
 fn call_exits_1_when_arguments_name_a_wrong_field() {
     let dir = tempfile::tempdir().unwrap();
-    let output = run(dir.path(), &["call", "read", r#"{"path":"x","ofset":3}"#], None);
+    let output = run(
+        dir.path(),
+        &["call", "read", r#"{"path":"x","ofset":3}"#],
+        None,
+    );
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout(&output).contains("ofset"), "{}", stdout(&output));
 }
@@ -87,15 +114,38 @@ fn call_usage_errors_exit_2_with_one_line() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["call", "read", "{not json"], "not valid JSON"),
         (vec!["call", "read", "[1,2]"], "JSON object"),
-        (vec!["call", "no_such_tool", "{}"], "unknown tool `no_such_tool`"),
-        (vec!["call", "read", "{}", "--workspace", missing.to_str().unwrap()], "workspace"),
-        (vec!["call", "read", "{}", "--cwd", "nope"], "working folder"),
-        (vec!["call", "read", "{}", "--config", "nope.toml"], "config"),
+        (
+            vec!["call", "no_such_tool", "{}"],
+            "unknown tool `no_such_tool`",
+        ),
+        (
+            vec![
+                "call",
+                "read",
+                "{}",
+                "--workspace",
+                missing.to_str().unwrap(),
+            ],
+            "workspace",
+        ),
+        (
+            vec!["call", "read", "{}", "--cwd", "nope"],
+            "working folder",
+        ),
+        (
+            vec!["call", "read", "{}", "--config", "nope.toml"],
+            "config",
+        ),
         (vec!["call"], "TOOL"),
     ];
     for (args, needle) in cases {
         let output = run(dir.path(), &args, None);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
         let error = stderr(&output);
         assert!(error.contains(needle), "{args:?}: {error}");
         if args.len() > 1 {
@@ -108,7 +158,11 @@ fn call_usage_errors_exit_2_with_one_line() {
 fn a_bad_config_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".vak")).unwrap();
-    std::fs::write(dir.path().join(".vak/config.toml"), "[permissions]\nmdoe = 1\n").unwrap();
+    std::fs::write(
+        dir.path().join(".vak/config.toml"),
+        "[permissions]\nmdoe = 1\n",
+    )
+    .unwrap();
     let output = run(dir.path(), &["list"], None);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("mdoe"), "{}", stderr(&output));
@@ -119,9 +173,16 @@ fn call_runs_in_the_given_cwd_and_the_posture_does_not_block_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::create_dir(dir.path().join(".vak")).unwrap();
-    std::fs::write(dir.path().join(".vak/config.toml"), "[permissions]\nmode = \"read-only\"\n")
-        .unwrap();
-    let output = run(dir.path(), &["call", "bash", r#"{"command":"pwd"}"#, "--cwd", "sub"], None);
+    std::fs::write(
+        dir.path().join(".vak/config.toml"),
+        "[permissions]\nmode = \"read-only\"\n",
+    )
+    .unwrap();
+    let output = run(
+        dir.path(),
+        &["call", "bash", r#"{"command":"pwd"}"#, "--cwd", "sub"],
+        None,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("/sub"), "{}", stdout(&output));
 }

@@ -1,6 +1,9 @@
 //! End-to-end tests of the `vak-tools` binary: `list`, `call` and `mcp`, run as real processes.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
-#![allow(clippy::disallowed_methods, reason = "these tests start the binary under test")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "these tests start the binary under test"
+)]
 
 mod cli;
 mod mcp;

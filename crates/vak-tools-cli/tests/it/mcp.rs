@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, RawContent};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
@@ -33,10 +33,7 @@ fn text_of(result: &CallToolResult) -> String {
     result
         .content
         .iter()
-        .filter_map(|block: &ContentBlock| match &block.raw {
-            RawContent::Text(text) => Some(text.text.clone()),
-            _ => None,
-        })
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -44,7 +41,12 @@ fn text_of(result: &CallToolResult) -> String {
 fn process_alive(pid: u32) -> bool {
     // A zombie is dead for our purposes.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'),
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or_default()
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
@@ -68,7 +70,11 @@ fn wait_for_file(path: &Path, limit: Duration) -> String {
         {
             return text;
         }
-        assert!(started.elapsed() < limit, "{} never appeared", path.display());
+        assert!(
+            started.elapsed() < limit,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -79,15 +85,32 @@ async fn lists_every_tool_with_schemas_annotations_and_recall() {
     let client = connect(dir.path()).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
-    for name in ["bash", "edit", "glob", "grep", "read", "recall", "webfetch", "write"] {
+    for name in [
+        "bash", "edit", "glob", "grep", "read", "recall", "webfetch", "write",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     for tool in &tools {
-        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
-        assert!(tool.description.as_deref().is_some_and(|d| !d.is_empty()), "{}", tool.name);
+        assert_eq!(
+            tool.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            tool.name
+        );
+        assert!(
+            tool.description.as_deref().is_some_and(|d| !d.is_empty()),
+            "{}",
+            tool.name
+        );
     }
     let annotations = |name: &str| {
-        tools.iter().find(|tool| tool.name == name).unwrap().annotations.clone().unwrap()
+        tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap()
+            .annotations
+            .clone()
+            .unwrap()
     };
     assert_eq!(annotations("read").read_only_hint, Some(true));
     assert_eq!(annotations("bash").destructive_hint, Some(true));
@@ -115,41 +138,115 @@ async fn calls_succeed_fail_and_ask_before_the_network() {
     assert!(text.contains("full-access"), "{text}");
     assert!(text.contains("not run"), "{text}");
 
-    let unknown = call(&client, "recall", json!({"call_id": "c999", "from_line": 1, "to_line": 2})).await;
+    let unknown = call(
+        &client,
+        "recall",
+        json!({"call_id": "c999", "from_line": 1, "to_line": 2}),
+    )
+    .await;
     assert_eq!(unknown.is_error, Some(true));
     assert!(text_of(&unknown).contains("c999"));
     client.cancel().await.unwrap();
 }
 
+/// Splits a window into its head, the arguments of its marker's recall call, and its tail;
+/// `None` when the text was shown whole.
+fn split_window(shown: &str) -> Option<(&str, Value, &str)> {
+    let marker_at = shown.find("recall {")?;
+    let line_start = shown[..marker_at].rfind('\n').map_or(0, |at| at + 1);
+    let line_end = shown[marker_at..]
+        .find('\n')
+        .map_or(shown.len(), |at| marker_at + at + 1);
+    let marker = &shown[line_start..line_end];
+    let call_json = &marker[marker.find("recall {")? + "recall ".len()..];
+    let call_json = &call_json[..=call_json.find('}')?];
+    Some((
+        &shown[..line_start],
+        serde_json::from_str(call_json).unwrap(),
+        &shown[line_end..],
+    ))
+}
+
+/// Lines of digits only: the output of `seq`.
+fn digit_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|line| !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+fn seq(n: usize) -> Vec<String> {
+    (1..=n).map(|n| n.to_string()).collect()
+}
+
 #[tokio::test]
-async fn long_results_are_windowed_and_recall_returns_the_omitted_slice() {
+async fn long_results_are_windowed_and_recall_returns_exactly_the_omitted_slice() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(dir.path()).await;
-    let result = call(&client, "bash", json!({"command": "seq 1 20000"})).await;
+    let result = call(&client, "bash", json!({"command": "seq 1 9000"})).await;
     assert_eq!(result.is_error, Some(false));
     let shown = text_of(&result);
-    assert!(shown.chars().count() <= 30_000, "window too long: {}", shown.chars().count());
-
-    let marker_at = shown.find("recall {").expect("no recall hint in the window");
-    let line_start = shown[..marker_at].rfind('\n').map_or(0, |at| at + 1);
-    let line_end = shown[marker_at..].find('\n').map_or(shown.len(), |at| marker_at + at + 1);
-    let head = &shown[..line_start];
-    let tail = &shown[line_end..];
-    let marker = &shown[line_start..line_end];
-    let call_json = &marker[marker.find("recall {").unwrap() + "recall ".len()..];
-    let call_json = &call_json[..=call_json.find('}').unwrap()];
-    let recall_args: Value = serde_json::from_str(call_json).unwrap();
+    assert!(
+        shown.chars().count() <= 30_000,
+        "window too long: {}",
+        shown.chars().count()
+    );
+    let (head, recall_args, tail) = split_window(&shown).expect("no recall hint in the window");
+    let from = recall_args["from_line"].as_u64().unwrap() as usize;
+    let to = recall_args["to_line"].as_u64().unwrap() as usize;
 
     let recalled = call(&client, "recall", recall_args.clone()).await;
     assert_eq!(recalled.is_error, Some(false), "{}", text_of(&recalled));
-    let whole = format!("{head}{}{tail}", text_of(&recalled));
-    let numbers: Vec<String> = (1..=20000).map(|n| n.to_string()).collect();
-    assert!(whole.contains(&format!("\n{}\n", numbers.join("\n"))), "reassembly lost lines");
-    assert_eq!(whole.matches('\n').count() - shown.matches('\n').count() + 1, {
-        let from = recall_args["from_line"].as_u64().unwrap();
-        let to = recall_args["to_line"].as_u64().unwrap();
-        (to - from + 1) as usize
-    });
+    let slice = text_of(&recalled);
+    assert!(
+        split_window(&slice).is_none(),
+        "a short slice comes back whole"
+    );
+    assert_eq!(
+        slice.lines().count(),
+        to - from + 1,
+        "the slice is the named lines"
+    );
+    assert_eq!(
+        head.lines().count() + 1,
+        from,
+        "the head ends right before the slice"
+    );
+    let whole = format!("{head}{slice}{tail}");
+    assert_eq!(
+        digit_lines(&whole),
+        seq(9000),
+        "head + slice + tail is the whole output"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_long_recalled_slice_is_windowed_again_and_can_be_recalled_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(dir.path()).await;
+    let result = call(&client, "bash", json!({"command": "seq 1 40000"})).await;
+    let mut shown = text_of(&result);
+    // Reassemble from the outside in: each window's middle is the recall of its marker.
+    let mut heads = String::new();
+    let mut tails = Vec::new();
+    let mut rounds = 0;
+    while let Some((head, recall_args, tail)) = split_window(&shown) {
+        rounds += 1;
+        assert!(rounds < 10, "recall never converged");
+        heads.push_str(head);
+        tails.push(tail.to_owned());
+        let recalled = call(&client, "recall", recall_args).await;
+        assert_eq!(recalled.is_error, Some(false), "{}", text_of(&recalled));
+        shown = text_of(&recalled);
+        assert!(shown.chars().count() <= 30_000);
+    }
+    assert!(
+        rounds >= 2,
+        "the first recall should itself have been windowed"
+    );
+    tails.reverse();
+    let whole = format!("{heads}{shown}{}", tails.concat());
+    assert_eq!(digit_lines(&whole), seq(40000));
     client.cancel().await.unwrap();
 }
 
@@ -165,7 +262,8 @@ async fn cancelling_a_bash_call_kills_its_process() {
     );
     // Dropping the call's future sends notifications/cancelled for it.
     let pid_path = pid_file.clone();
-    let watcher = tokio::task::spawn_blocking(move || wait_for_file(&pid_path, Duration::from_secs(30)));
+    let watcher =
+        tokio::task::spawn_blocking(move || wait_for_file(&pid_path, Duration::from_secs(30)));
     tokio::select! {
         _ = long_call => panic!("the call returned before it was cancelled"),
         pid = watcher => {
@@ -203,27 +301,39 @@ fn eof_on_stdin_stops_the_server_and_its_processes() {
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "eof-test", "version": "0"}}}));
+        "clientInfo": {"name": "eof-test", "version": "0"}}}),
+    );
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert!(line.contains("\"id\":1"), "{line}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "bash", "arguments": {"command": "sleep 60 & echo $! > pid; wait"}}}));
-    let pid: u32 = wait_for_file(&dir.path().join("pid"), Duration::from_secs(30)).trim().parse().unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "sleep 60 & echo $! > pid; wait"}}}),
+    );
+    let pid: u32 = wait_for_file(&dir.path().join("pid"), Duration::from_secs(30))
+        .trim()
+        .parse()
+        .unwrap();
     assert!(process_alive(pid));
-    drop(send);
     drop(stdin);
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "server did not exit on EOF");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server did not exit on EOF"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
-    assert!(wait_gone(pid, Duration::from_secs(10)), "sleep {pid} survived the server");
+    assert!(
+        wait_gone(pid, Duration::from_secs(10)),
+        "sleep {pid} survived the server"
+    );
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests through the facade: the registry a runtime builds from a config.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod commitments;
+
 use serde_json::json;
 use vak_tools::{Config, registry};
 

@@ -1,0 +1,142 @@
+//! Benchmarks of the `bash` tool: the cost of a call over a bare spawn, and the throughput of
+//! a flood through the capture.
+//!
+//! `cargo bench -p vak-tool-bash --bench bash`
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmarks fail loudly")]
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+
+use divan::counter::BytesCount;
+use serde_json::json;
+use vak_tool_core::{Registry, ToolContext};
+
+/// One GiB.
+const FLOOD: u64 = 1 << 30;
+
+fn main() {
+    divan::main();
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ctx: ToolContext,
+    registry: Registry,
+    rt: tokio::runtime::Runtime,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let mut registry = Registry::new();
+    vak_tool_bash::register(&mut registry);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        ctx,
+        registry,
+        rt,
+    }
+}
+
+impl Fixture {
+    fn call(&self, command: &str) -> String {
+        let out = self
+            .rt
+            .block_on(self.registry.call("bash", json!({ "command": command }), &self.ctx));
+        assert!(!out.is_error, "{}", out.text_content());
+        out.text_content()
+    }
+}
+
+mod spawn {
+    use super::*;
+
+    /// A bare `std::process::Command` running `/bin/true`.
+    #[divan::bench(sample_count = 200)]
+    #[allow(clippy::disallowed_methods, reason = "the baseline is a bare spawn")]
+    fn std_true() {
+        let status = Command::new("/bin/true").status().unwrap();
+        assert!(status.success());
+    }
+
+    /// A bare `std::process::Command` running `bash -c true` with piped output: what the tool
+    /// starts, without its session, tree scan, drain and rendering.
+    #[divan::bench(sample_count = 200)]
+    #[allow(clippy::disallowed_methods, reason = "the baseline is a bare spawn")]
+    fn std_bash_c_true() {
+        let out = Command::new("/bin/bash")
+            .args(["-c", "true"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+
+    /// The `bash` tool running `true`.
+    #[divan::bench(sample_count = 200)]
+    fn tool_true(bencher: divan::Bencher<'_, '_>) {
+        let fixture = fixture();
+        bencher.bench_local(|| fixture.call("true"));
+    }
+}
+
+mod flood {
+    use super::*;
+
+    /// A bare spawn reading 1 GiB from `head -c 1G /dev/zero` into a sink.
+    #[divan::bench(sample_count = 3, sample_size = 1)]
+    #[allow(clippy::disallowed_methods, reason = "the baseline is a bare spawn")]
+    fn std_pipe_1gib(bencher: divan::Bencher<'_, '_>) {
+        bencher.counter(BytesCount::new(FLOOD)).bench_local(|| {
+            let mut child = Command::new("/bin/bash")
+                .args(["-c", &format!("head -c {FLOOD} /dev/zero")])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut total = 0u64;
+            loop {
+                let n = stdout.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            child.wait().unwrap();
+            assert_eq!(total, FLOOD);
+        });
+    }
+
+    /// The `bash` tool capturing 1 GiB; reports the peak resident memory of the process.
+    #[divan::bench(sample_count = 3, sample_size = 1)]
+    fn tool_1gib(bencher: divan::Bencher<'_, '_>) {
+        let fixture = fixture();
+        // Writing 5 to clear_refs resets the peak resident set (VmHWM) to the current one.
+        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let before = peak_rss_kib();
+        bencher.counter(BytesCount::new(FLOOD)).bench_local(|| {
+            let text = fixture.call(&format!("head -c {FLOOD} /dev/zero"));
+            assert!(text.contains(&format!("--- stdout: {FLOOD} bytes")));
+        });
+        let after = peak_rss_kib();
+        eprintln!(
+            "flood::tool_1gib: peak RSS {after} KiB (was {before} KiB before the flood{})",
+            if reset { "; peak reset first" } else { "; peak could not be reset" }
+        );
+    }
+
+    fn peak_rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}

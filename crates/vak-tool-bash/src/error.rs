@@ -1,0 +1,90 @@
+//! Why a `bash` call could not run its command; each message says what to do instead.
+
+use std::path::PathBuf;
+
+/// A failure before the command ran. At the tool's edge it becomes an error result whose text
+/// is the `Display` of the variant.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum BashError {
+    /// The command is empty.
+    #[error("`command` is empty: pass the shell command line to run, such as `ls -la`")]
+    EmptyCommand,
+    /// `timeout_ms` is out of range.
+    #[error(
+        "`timeout_ms` is {given}, but it must be between 1 and {max} (10 minutes). Pass a \
+         value in that range; split longer work into steps that each finish in time (a \
+         process left running in the background is stopped when the call ends)"
+    )]
+    Timeout {
+        /// The value given.
+        given: u64,
+        /// The largest allowed.
+        max: u64,
+    },
+    /// `cwd` could not be resolved inside the workspace.
+    #[error("`cwd` {given:?} cannot be used: {reason}. Pass a folder inside the workspace")]
+    CwdRefused {
+        /// The folder as given.
+        given: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The working folder does not exist.
+    #[error(
+        "the working folder {} does not exist. Create it first (`mkdir -p`) or pass an \
+         existing folder as `cwd`",
+        path.display()
+    )]
+    CwdMissing {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// The working folder is a file.
+    #[error("the working folder {} is not a folder. Pass a folder as `cwd`", path.display())]
+    CwdNotFolder {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The configured shell does not exist.
+    #[error(
+        "the shell {} cannot be found ({source}). The shell is set by whoever runs the agent, \
+         not by the call: this tool cannot run commands until it names an existing shell \
+         such as /bin/bash",
+        shell.display()
+    )]
+    ShellMissing {
+        /// The shell path.
+        shell: PathBuf,
+        /// What the lookup said.
+        source: std::io::Error,
+    },
+    /// The configured shell is not an executable file.
+    #[error(
+        "the shell {} is not an executable file. The shell is set by whoever runs the agent: \
+         it must name an executable such as /bin/bash",
+        shell.display()
+    )]
+    ShellNotExecutable {
+        /// The shell path.
+        shell: PathBuf,
+    },
+    /// The scratch folder could not be created.
+    #[error(
+        "the scratch folder for temporary files cannot be created ({source}); check that the \
+         workspace is writable"
+    )]
+    Scratch {
+        /// What creating it said.
+        source: std::io::Error,
+    },
+    /// Starting the shell failed.
+    #[error("the shell {} could not be started: {source}. Try again; if it keeps failing, the \
+             machine may be out of processes or memory", shell.display())]
+    Spawn {
+        /// The shell path.
+        shell: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}

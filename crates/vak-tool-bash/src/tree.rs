@@ -1,0 +1,174 @@
+//! The guard that owns a call's shell: it watches for the shell's exit without reaping it, and
+//! kills the whole tree when it is dropped before the call finished.
+
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use tokio::process::Child;
+use tokio::task::JoinHandle;
+
+use crate::procs::{Anchor, Proc, Scan, read_stat};
+
+/// How the shell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShellEnd {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal with this number ended it.
+    Signal(i32),
+}
+
+/// A running call: the shell, what identifies its processes, and a kill-on-drop promise.
+///
+/// The shell is reaped only by [`Tree::finish`]; until then its zombie holds its pid (see
+/// `procs`). If the guard is dropped first (the caller dropped the call's future), `Drop` kills
+/// every process of the call at once with SIGKILL: there is nobody left to wait for a grace.
+pub(crate) struct Tree {
+    anchor: Anchor,
+    watch: Option<JoinHandle<()>>,
+    end: Option<ShellEnd>,
+    armed: bool,
+    // Declared last so that it is dropped after `Drop::drop` ran: tokio then reaps it.
+    child: Option<Child>,
+}
+
+impl Tree {
+    /// Takes charge of a freshly spawned shell.
+    pub(crate) fn new(child: Child, call_id: String) -> Self {
+        let pid = child.id().and_then(|pid| i32::try_from(pid).ok()).unwrap_or(0);
+        let start = read_stat(pid).map_or(0, |stat| stat.start);
+        let watch = Pid::from_raw(pid).map(watch_exit);
+        Self {
+            anchor: Anchor {
+                pid,
+                start,
+                call_id,
+            },
+            watch,
+            end: None,
+            armed: true,
+            child: Some(child),
+        }
+    }
+
+    /// The shell's pid.
+    pub(crate) fn pid(&self) -> i32 {
+        self.anchor.pid
+    }
+
+    /// How the shell ended, if it has (without reaping it).
+    pub(crate) fn end(&mut self) -> Option<ShellEnd> {
+        if self.end.is_none() {
+            self.end = self.poll_end();
+        }
+        self.end
+    }
+
+    fn poll_end(&self) -> Option<ShellEnd> {
+        let pid = Pid::from_raw(self.anchor.pid)?;
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        let status = rustix::process::waitid(WaitId::Pid(pid), options).ok()??;
+        if let Some(code) = status.exit_status() {
+            Some(ShellEnd::Code(code))
+        } else {
+            status.terminating_signal().map(ShellEnd::Signal)
+        }
+    }
+
+    /// Waits until the shell has ended (it is not reaped).
+    pub(crate) async fn ended(&mut self) -> ShellEnd {
+        loop {
+            if let Some(end) = self.end() {
+                return end;
+            }
+            match &mut self.watch {
+                Some(watch) => {
+                    let _ = watch.await;
+                    self.watch = None;
+                }
+                // The watcher is gone and the shell still runs (it should not happen): poll.
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+
+    /// Scans for the processes of the call still running.
+    pub(crate) fn scan(&self) -> Scan {
+        self.anchor.scan()
+    }
+
+    /// Signals the shell's group and `procs`.
+    pub(crate) fn signal(&self, procs: &[Proc], signal: Signal) {
+        self.anchor.signal(procs, signal);
+    }
+
+    /// Reaps the shell (waiting at most `wait`) and disarms the guard. Call it once every
+    /// process of the call has been stopped.
+    pub(crate) async fn finish(mut self, wait: Duration) {
+        self.armed = false;
+        if let Some(mut child) = self.child.take() {
+            // An unreaped child that outlives this wait goes to tokio's orphan queue on drop.
+            let _ = tokio::time::timeout(wait, child.wait()).await;
+        }
+    }
+}
+
+/// Waits, on a blocking thread, until the shell has exited, leaving it unreaped (`WNOWAIT`).
+///
+/// A blocking `waitid` is the one way to be told of the exit without reaping and without
+/// `unsafe`: tokio's `Child::wait` reaps, registering a pidfd with tokio's reactor is `unsafe`,
+/// and a SIGCHLD handler is process-wide. The thread ends when the shell does, which the tree's
+/// guard makes sure of.
+fn watch_exit(pid: Pid) -> JoinHandle<()> {
+    tokio::task::spawn_blocking(move || {
+        loop {
+            match rustix::process::waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            ) {
+                Err(rustix::io::Errno::INTR) => {}
+                _ => return,
+            }
+        }
+    })
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if self.armed {
+            kill_now(&self.anchor);
+        }
+    }
+}
+
+/// Kills every process of the call with SIGKILL, synchronously, repeating the scan until it
+/// finds no process it has not signalled yet (one forked during the first round, or one that
+/// was inside `execve` and could not be recognised; for those it waits a millisecond, at most a
+/// few times).
+fn kill_now(anchor: &Anchor) {
+    let mut killed: Vec<Proc> = Vec::new();
+    let mut blank_waits = 0;
+    for _ in 0..20 {
+        let scan = anchor.scan();
+        let fresh: Vec<Proc> = scan
+            .alive
+            .into_iter()
+            .filter(|proc| !killed.contains(proc))
+            .collect();
+        if fresh.is_empty() {
+            if !scan.blank || blank_waits >= BLANK_RESCANS {
+                return;
+            }
+            blank_waits += 1;
+            std::thread::sleep(BLANK_WAIT);
+            continue;
+        }
+        anchor.signal(&fresh, Signal::KILL);
+        killed.extend(fresh);
+    }
+}
+
+/// How many times a scan that met a blank environment is repeated before it is believed.
+pub(crate) const BLANK_RESCANS: u32 = 3;
+/// The pause before such a repeat: an `execve` sets up its new environment well within it.
+pub(crate) const BLANK_WAIT: Duration = Duration::from_millis(2);

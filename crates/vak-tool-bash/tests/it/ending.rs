@@ -1,0 +1,255 @@
+//! How a call ends: timeout, cancellation, a dropped future, background processes, escapees.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use vak_tool_core::CancellationToken;
+
+use crate::support::{Setup, carrying, pid_is_gone, quick_limits, section, wait_gone};
+
+/// A bound for "returns at once" that survives a loaded machine.
+const PROMPT: Duration = Duration::from_secs(5);
+/// Slack added to the documented bound `timeout + grace + drain cap` for a loaded machine.
+const SLACK: Duration = Duration::from_secs(5);
+
+fn bound(timeout: Duration) -> Duration {
+    let limits = quick_limits();
+    timeout + limits.bash_kill_grace + limits.bash_drain_cap + SLACK
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_kills_the_grandchild_it_printed() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .call(json!({"command": "sleep 60 & echo $!; sleep 60", "timeout_ms": 1000}))
+        .await;
+    assert!(run.out.is_error);
+    assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
+    // bash runs the last `sleep 60` in place of itself: one other process is listed.
+    assert!(run.text.contains("1 process of the command was stopped:"), "{}", run.text);
+    assert!(run.text.contains("timeout_ms = 1000"), "{}", run.text);
+    let stdout = section(&run.text, "stdout").unwrap();
+    let pid: i32 = stdout.lines().nth(1).unwrap().parse().unwrap();
+    assert!(run.text.contains(&format!("pid {pid}: sleep 60")), "{}", run.text);
+    assert!(pid_is_gone(pid), "pid {pid} still runs");
+    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_job_does_not_hold_the_call() {
+    let setup = Setup::new();
+    let run = setup.command("echo hi; sleep 30 &").await;
+    assert!(!run.out.is_error, "{}", run.text);
+    assert!(run.elapsed < PROMPT, "{:?}", run.elapsed);
+    assert!(
+        run.text.starts_with(
+            "exit code: 0\n1 background process was still running and was stopped with \
+             SIGTERM:\n  pid "
+        ),
+        "{}",
+        run.text
+    );
+    assert!(run.text.contains(": sleep 30\n--- stdout ---\nhi"), "{}", run.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_written_by_a_background_job_after_exit_is_kept() {
+    // The job writes 0.2 s after the shell exits; the idle grace is long enough to wait for
+    // it, even on a loaded machine.
+    let mut limits = quick_limits();
+    limits.bash_drain_idle = Duration::from_secs(1);
+    limits.bash_drain_cap = Duration::from_secs(3);
+    let setup = Setup::with_limits(limits);
+    let run = setup.command("(sleep 0.2; echo late) & echo early").await;
+    assert_eq!(run.text, "exit code: 0\n--- stdout ---\nearly\nlate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_after_exit_is_kept_with_the_default_idle_grace() {
+    let setup = Setup::new();
+    let run = setup.command("(sleep 0.1; echo late) & echo early").await;
+    assert_eq!(run.text, "exit code: 0\n--- stdout ---\nearly\nlate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chatty_setsid_escapee_is_capped_killed_and_listed() {
+    let mut limits = quick_limits();
+    limits.bash_stream_bytes = 64 * 1024;
+    let setup = Setup::with_limits(limits);
+    let run = setup.command("setsid yes escapee & echo started").await;
+    assert!(!run.out.is_error, "{}", run.text);
+    assert!(
+        run.text
+            .contains("1 background process was still running and was stopped with SIGTERM:"),
+        "{}",
+        &run.text[..run.text.len().min(500)]
+    );
+    assert!(run.text.contains(": yes escapee\n"), "{}", &run.text[..500]);
+    let stdout = section(&run.text, "stdout").unwrap();
+    assert!(stdout.contains("left out ..."), "{}", &stdout[..200]);
+    assert!(stdout.contains("\nstarted\n"), "{}", &stdout[..200]);
+    assert!(run.text.len() < 80 * 1024, "{}", run.text.len());
+    // The drain cap ended the drain: the call is bounded even though the escapee never stops
+    // writing by itself.
+    assert!(run.elapsed < bound(Duration::ZERO), "{:?}", run.elapsed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_double_forked_daemon_is_found_and_stopped() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .command("(setsid sleep 300 > /dev/null 2>&1 &); echo launched")
+        .await;
+    assert!(!run.out.is_error, "{}", run.text);
+    assert!(
+        run.text
+            .contains("1 background process was still running and was stopped with SIGTERM:"),
+        "{}",
+        run.text
+    );
+    // `setsid sleep 300` if it was seen before it became `sleep 300`.
+    assert!(run.text.contains("sleep 300\n"), "{}", run.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_stops_a_setsid_escapee_within_the_bound() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .call(json!({"command": "setsid sleep 300 & sleep 300", "timeout_ms": 1000}))
+        .await;
+    assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
+    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+    // The setsid'd sleep is listed (the other is the shell itself, which bash replaced with
+    // `sleep`); that neither is left running is checked after every call.
+    assert!(run.text.contains("sleep 300\n"), "{}", run.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .call(json!({"command": "trap '' TERM; sleep 300", "timeout_ms": 1000}))
+        .await;
+    assert!(run.out.is_error);
+    assert_eq!(
+        run.first_line(),
+        "timed out after 1 s; killed by SIGKILL after SIGTERM grace (500 ms)"
+    );
+    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_job_that_ignores_sigterm_is_killed_after_the_grace() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .command("(trap '' TERM; sleep 300) > /dev/null & echo ok")
+        .await;
+    assert!(!run.out.is_error, "{}", run.text);
+    assert!(
+        run.text.contains(
+            "1 background process was still running and was killed by SIGKILL after SIGTERM \
+             grace (500 ms):\n  pid "
+        ),
+        "{}",
+        run.text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_stops_the_command() {
+    let setup = Setup::with_limits(quick_limits());
+    let parent = CancellationToken::new();
+    let ctx = setup.ctx.clone().with_parent_cancel(&parent);
+    let canceller = {
+        let parent = parent.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            parent.cancel();
+        })
+    };
+    let run = setup
+        .call_raw(json!({"command": "echo started; sleep 30"}), &ctx)
+        .await;
+    canceller.await.unwrap();
+    crate::support::assert_no_leftovers(&setup.marker);
+    assert!(run.out.is_error);
+    assert!(run.first_line().starts_with("cancelled after "), "{}", run.text);
+    assert!(run.first_line().ends_with("; stopped by SIGTERM"), "{}", run.text);
+    assert!(run.text.ends_with("--- stdout ---\nstarted"), "{}", run.text);
+    assert!(run.elapsed < PROMPT, "{:?}", run.elapsed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_future_kills_the_tree() {
+    let setup = Setup::with_limits(quick_limits());
+    let command = "sleep 300 & setsid sleep 300 & (setsid sleep 300 &); sleep 300";
+    let mut registry = vak_tool_core::Registry::new();
+    vak_tool_bash::register(&mut registry);
+    let call = registry.call("bash", json!({"command": command}), &setup.ctx);
+    let (result, running) = {
+        let mut call = std::pin::pin!(call);
+        let result = tokio::time::timeout(Duration::from_millis(700), call.as_mut()).await;
+        // Before the drop: the processes run and the scan sees them.
+        (result, carrying(&setup.marker))
+    };
+    assert!(result.is_err(), "the call should still run");
+    assert!(running.len() >= 4, "{running:?}");
+    wait_gone(&setup.marker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unfindable_escapee_cannot_hold_the_call_past_its_bound() {
+    // This process scrubs its environment and leaves the session from a subshell that exits
+    // at once: nothing ties it to the call any more, so the call cannot stop it. The drain cap
+    // still ends the call, and the test stops the process itself.
+    let setup = Setup::with_limits(quick_limits());
+    let tag = format!("tick-{}", setup.marker);
+    let command = format!(
+        "(env -i /usr/bin/setsid /bin/sh -c 'while :; do echo {tag}; /bin/sleep 0.05; done' &); \
+         sleep 300"
+    );
+    let started = Instant::now();
+    let run = setup
+        .call_raw(json!({"command": command, "timeout_ms": 1000}), &setup.ctx)
+        .await;
+    let elapsed = started.elapsed();
+    // Stop the escapee: find it by its command line.
+    let escapees = kill_by_cmdline(&tag);
+    assert!(!escapees.is_empty(), "the escapee was not running");
+    crate::support::assert_no_leftovers(&setup.marker);
+    assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
+    assert!(run.text.contains(&tag), "{}", run.text);
+    assert!(elapsed < bound(Duration::from_secs(1)), "{elapsed:?}");
+}
+
+/// Sends SIGKILL to every process whose command line contains `needle`; returns their pids.
+fn kill_by_cmdline(needle: &str) -> Vec<i32> {
+    let mut killed = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && !pid_is_gone(pid) {
+            let pid = rustix::process::Pid::from_raw(pid).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            killed.push(pid.as_raw_pid());
+        }
+    }
+    killed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_before_it_starts_runs_nothing() {
+    let setup = Setup::new();
+    let parent = CancellationToken::new();
+    parent.cancel();
+    let ctx = setup.ctx.clone().with_parent_cancel(&parent);
+    let marker_file = setup.dir.path().join("ran");
+    let run = setup
+        .call_in(json!({"command": "touch ran"}), &ctx)
+        .await;
+    assert!(run.out.is_error);
+    assert!(run.text.starts_with("cancelled before the command started"), "{}", run.text);
+    assert!(!marker_file.exists());
+}

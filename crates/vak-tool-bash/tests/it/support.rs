@@ -1,0 +1,164 @@
+//! Running the tool under test and checking that a call left no process behind.
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+use vak_tool_core::{OutputLimits, Registry, ToolContext, ToolOutput};
+
+/// A workspace and a context whose calls carry a unique marker in `VAK_CALL_ID`.
+pub(crate) struct Setup {
+    pub(crate) dir: TempDir,
+    pub(crate) ctx: ToolContext,
+    pub(crate) marker: String,
+}
+
+/// The result of one call.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) out: ToolOutput,
+    pub(crate) text: String,
+    pub(crate) elapsed: Duration,
+}
+
+impl Run {
+    pub(crate) fn first_line(&self) -> &str {
+        self.text.lines().next().unwrap_or_default()
+    }
+}
+
+fn marker() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "test-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Short limits for tests: the grace and the drain cap are cut so that tests stay quick.
+pub(crate) fn quick_limits() -> OutputLimits {
+    let mut limits = OutputLimits::default();
+    limits.bash_kill_grace = Duration::from_millis(500);
+    limits.bash_drain_cap = Duration::from_secs(1);
+    limits
+}
+
+impl Setup {
+    pub(crate) fn new() -> Self {
+        Self::with_limits(OutputLimits::default())
+    }
+
+    pub(crate) fn with_limits(limits: OutputLimits) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = marker();
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        env.push(("VAK_CALL_ID".into(), marker.clone().into()));
+        let ctx = ToolContext::new(dir.path())
+            .unwrap()
+            .with_env(env)
+            .with_limits(limits);
+        Self { dir, ctx, marker }
+    }
+
+    /// Calls `bash` with `args` and checks that the call left nothing running.
+    pub(crate) async fn call(&self, args: Value) -> Run {
+        let run = self.call_raw(args, &self.ctx).await;
+        assert_no_leftovers(&self.marker);
+        run
+    }
+
+    /// Calls `bash` with a command and checks that the call left nothing running.
+    pub(crate) async fn command(&self, command: &str) -> Run {
+        self.call(serde_json::json!({ "command": command })).await
+    }
+
+    /// Calls `bash` in another context and checks that the call left nothing running.
+    pub(crate) async fn call_in(&self, args: Value, ctx: &ToolContext) -> Run {
+        let run = self.call_raw(args, ctx).await;
+        assert_no_leftovers(&self.marker);
+        run
+    }
+
+    /// Calls `bash` in another context without the check.
+    pub(crate) async fn call_raw(&self, args: Value, ctx: &ToolContext) -> Run {
+        let mut registry = Registry::new();
+        vak_tool_bash::register(&mut registry);
+        let started = Instant::now();
+        let out = registry.call("bash", args, ctx).await;
+        let elapsed = started.elapsed();
+        let text = out.text_content();
+        Run { out, text, elapsed }
+    }
+}
+
+/// Processes (pid, command line) whose `VAK_CALL_ID` chain holds `marker`.
+pub(crate) fn carrying(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // A zombie's environment reads as empty: it is over, whoever reaps it.
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let tagged = environ.split(|&b| b == 0).any(|entry| {
+            entry
+                .strip_prefix(b"VAK_CALL_ID=")
+                .is_some_and(|value| value.split(|&b| b == b':').any(|id| id == marker.as_bytes()))
+        });
+        if tagged {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// Fails if a process of the call is still running.
+pub(crate) fn assert_no_leftovers(marker: &str) {
+    let left = carrying(marker);
+    assert!(left.is_empty(), "processes left running: {left:?}");
+}
+
+/// Waits up to 10 s for the processes of `marker` to be gone.
+pub(crate) async fn wait_gone(marker: &str) {
+    for _ in 0..200 {
+        if carrying(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_no_leftovers(marker);
+}
+
+/// Whether `pid` is gone (or a zombie, which is over but not reaped by its new parent).
+pub(crate) fn pid_is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or_default();
+            state == "Z" || state == "X"
+        }
+    }
+}
+
+/// The stream section of a result, from its label line to the next label or the end.
+pub(crate) fn section<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    let start = text.find(&format!("--- {label}"))?;
+    let rest = &text[start..];
+    let body_start = rest.find('\n').map_or(rest.len(), |at| at + 1);
+    let body = &rest[body_start..];
+    let end = body.find("\n--- std").unwrap_or(body.len());
+    Some(&rest[..body_start + end])
+}

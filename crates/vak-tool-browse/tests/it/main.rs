@@ -1,0 +1,400 @@
+//! Integration tests of `browse`: loopback servers started here, a real headless browser when
+//! one is installed.
+//!
+//! The browser tests need a Chrome-family browser (`VAK_BROWSER`, or one of the usual names on
+//! PATH). Without one they print that they did not run and return, unless `CI` is set: then
+//! they fail, so that CI cannot pass without running them.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod server;
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+use server::{Counter, Reply, Server};
+use vak_tool_core::{NetPolicy, OutputLimits, Registry, ToolContext, ToolOutput};
+
+/// The one test host `[net] allow` makes reachable.
+const TEST_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+/// Loopback, refused by the guard.
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// The browser the tests use, found the way `browse` finds one.
+fn installed_browser() -> Option<PathBuf> {
+    if let Some(browser) = std::env::var_os("VAK_BROWSER").filter(|value| !value.is_empty()) {
+        return Some(PathBuf::from(browser));
+    }
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome-stable", "google-chrome", "microsoft-edge"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The browser, or `None` after saying the test did not run. With `CI` set, a missing browser
+/// fails the test instead.
+fn browser_or_skip(test: &str) -> Option<PathBuf> {
+    let found = installed_browser();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: CI is set but no Chrome-family browser was found; the browser tests must run"
+        );
+        eprintln!("{test}: no Chrome-family browser found; this test did NOT run");
+    }
+    found
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    ctx: ToolContext,
+    registry: Registry,
+}
+
+fn setup(browser: Option<&Path>, deadline: Duration) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(key, _)| key != "VAK_BROWSER")
+        .collect();
+    if let Some(browser) = browser {
+        env.push(("VAK_BROWSER".into(), browser.into()));
+    }
+    let mut limits = OutputLimits::default();
+    limits.browse_deadline = deadline;
+    let ctx = ToolContext::new(dir.path())
+        .unwrap()
+        .with_net_policy(NetPolicy::with_allow(["127.0.0.2/32"]))
+        .with_env(env)
+        .with_limits(limits);
+    let mut registry = Registry::new();
+    vak_tool_browse::register(&mut registry, None);
+    Setup { dir, ctx, registry }
+}
+
+impl Setup {
+    async fn browse(&self, args: serde_json::Value) -> ToolOutput {
+        self.registry.call("browse", args, &self.ctx).await
+    }
+
+    /// No live process mentions this test's workspace (the browser's profile lives there), and
+    /// the per-call scratch folder is gone.
+    fn assert_nothing_left(&self) {
+        let workspace = self.ctx.workspace().to_string_lossy().into_owned();
+        let mut left = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let proc_dir = entry.path();
+            let Ok(cmdline) = std::fs::read(proc_dir.join("cmdline")) else {
+                continue;
+            };
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            if cmdline.contains(&workspace) && !zombie {
+                left.push(cmdline);
+            }
+        }
+        assert!(left.is_empty(), "processes outlived the call: {left:#?}");
+        let scratch = self.ctx.workspace().join(".vak/scratch/main");
+        let calls: Vec<_> = std::fs::read_dir(&scratch)
+            .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect())
+            .unwrap_or_default();
+        assert!(calls.is_empty(), "scratch left behind: {calls:?}");
+        let _ = &self.dir;
+    }
+}
+
+fn html(body: &str) -> Reply {
+    Reply::Body("text/html; charset=utf-8", format!("<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>"))
+}
+
+fn ok_text(output: &ToolOutput) -> String {
+    let text = output.text_content();
+    assert!(!output.is_error, "{text}");
+    text
+}
+
+fn error_text(output: &ToolOutput) -> String {
+    let text = output.text_content();
+    assert!(output.is_error, "expected an error, got: {text}");
+    text
+}
+
+#[tokio::test]
+async fn scripts_and_timers_run_in_both_formats() {
+    let Some(browser) = browser_or_skip("scripts_and_timers_run_in_both_formats") else {
+        return;
+    };
+    let page = html(
+        "<h1 id=title>static</h1><p id=later>waiting</p>\
+         <script>document.getElementById('title').textContent = 'Built by script';\
+         setTimeout(() => { document.getElementById('later').innerHTML = \
+         '<a href=\"/next\">after a timer</a>'; }, 1500);</script>",
+    );
+    let server = Server::start(TEST_HOST, vec![("/", page)]).await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+
+    let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
+    assert!(text.starts_with(&format!("URL: {}\n", server.url("/"))), "{text}");
+    assert!(text.contains("Blocked requests: none"), "{text}");
+    assert!(text.contains("# Built by script"), "{text}");
+    assert!(
+        text.contains(&format!("[after a timer]({})", server.url("/next"))),
+        "{text}"
+    );
+    assert!(!text.contains("static") && !text.contains("<script"), "{text}");
+
+    let text = ok_text(
+        &setup
+            .browse(json!({"url": server.url("/"), "format": "html"}))
+            .await,
+    );
+    assert!(text.contains("<h1 id=\"title\">Built by script</h1>"), "{text}");
+    assert!(text.contains("<a href=\"/next\">after a timer</a>"), "{text}");
+    assert!(text.contains("</html>"), "{text}");
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn every_request_of_the_page_is_screened() {
+    let Some(browser) = browser_or_skip("every_request_of_the_page_is_screened") else {
+        return;
+    };
+    let fetched = Counter::start(LOOPBACK).await;
+    let socket = Counter::start(LOOPBACK).await;
+    let page = html(&format!(
+        "<p id=status>rendered</p>\
+         <img src=\"http://169.254.169.254/latest/meta-data/\">\
+         <script>\
+         fetch('http://{fetched}/secret').catch(() => {{}});\
+         try {{ new WebSocket('ws://{socket}/'); }} catch (e) {{}}\
+         document.getElementById('status').textContent = 'rendered by script';\
+         </script>",
+        fetched = fetched.addr,
+        socket = socket.addr,
+    ));
+    let server = Server::start(TEST_HOST, vec![("/", page)]).await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+
+    let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
+    assert!(text.contains("rendered by script"), "{text}");
+    let header = text.split("\n\n").next().unwrap();
+    assert!(header.contains("Blocked requests: "), "{text}");
+    for blocked in [
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        format!("http://{}/secret", fetched.addr),
+        fetched.addr.to_string(),
+        socket.addr.to_string(),
+    ] {
+        assert!(header.contains(&blocked), "{blocked} not listed: {header}");
+    }
+    assert!(header.contains("169.254.0.0/16") || header.contains("metadata"), "{header}");
+    assert_eq!(fetched.connections(), 0, "the fetch() target was reached");
+    assert_eq!(socket.connections(), 0, "the WebSocket target was reached");
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_private_address_is_the_proxys_refusal() {
+    let Some(browser) = browser_or_skip("a_redirect_to_a_private_address_is_the_proxys_refusal")
+    else {
+        return;
+    };
+    let private = Counter::start(LOOPBACK).await;
+    let server = Server::start(
+        TEST_HOST,
+        vec![("/go", Reply::Redirect(format!("http://{}/admin", private.addr)))],
+    )
+    .await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    let text = error_text(&setup.browse(json!({"url": server.url("/go")})).await);
+    assert!(text.contains("refused a redirect of the page"), "{text}");
+    assert!(text.contains(&format!("http://{}/admin", private.addr)), "{text}");
+    assert!(text.contains("127.0.0.0/8"), "{text}");
+    assert_eq!(server.hits("/go"), 1);
+    assert_eq!(private.connections(), 0);
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn a_hanging_subresource_does_not_hold_the_page() {
+    let Some(browser) = browser_or_skip("a_hanging_subresource_does_not_hold_the_page") else {
+        return;
+    };
+    let server = Server::start(
+        TEST_HOST,
+        vec![
+            ("/", html("<p>main text</p><img src=\"/slow.png\">")),
+            ("/slow.png", Reply::Hang),
+        ],
+    )
+    .await;
+    let setup = setup(Some(&browser), Duration::from_secs(8));
+    let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
+    assert!(text.contains("main text"), "{text}");
+    // The browser printed the page by itself (its --timeout), before the deadline kill.
+    assert!(!text.contains("stopped at the deadline"), "{text}");
+    assert_eq!(server.hits("/slow.png"), 1);
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn a_page_that_never_finishes_is_killed_at_the_deadline() {
+    let Some(browser) = browser_or_skip("a_page_that_never_finishes_is_killed_at_the_deadline")
+    else {
+        return;
+    };
+    let server = Server::start(
+        TEST_HOST,
+        vec![("/", html("<p>spinning</p><script>while (true) {}</script>"))],
+    )
+    .await;
+    let setup = setup(Some(&browser), Duration::from_secs(4));
+    let text = error_text(&setup.browse(json!({"url": server.url("/")})).await);
+    assert!(text.contains("did not finish rendering within 4 s"), "{text}");
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn cancellation_mid_load_stops_the_browser() {
+    let Some(browser) = browser_or_skip("cancellation_mid_load_stops_the_browser") else {
+        return;
+    };
+    let server = Server::start(TEST_HOST, vec![("/", Reply::Hang)]).await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    let ctx = setup.ctx.clone();
+    let call = {
+        let url = server.url("/");
+        let registry_ctx = ctx.clone();
+        async move {
+            let mut registry = Registry::new();
+            vak_tool_browse::register(&mut registry, None);
+            registry.call("browse", json!({"url": url}), &registry_ctx).await
+        }
+    };
+    let call = tokio::spawn(call);
+    // Cancel once the browser is waiting for the page.
+    for _ in 0..400 {
+        if server.hits("/") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.hits("/"), 1, "the browser never asked for the page");
+    ctx.cancel().cancel();
+    let output = call.await.unwrap();
+    let text = error_text(&output);
+    assert!(text.contains("cancelled"), "{text}");
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn plain_text_and_svg_come_back() {
+    let Some(browser) = browser_or_skip("plain_text_and_svg_come_back") else {
+        return;
+    };
+    let server = Server::start(
+        TEST_HOST,
+        vec![
+            ("/notes.txt", Reply::Body("text/plain", "line one <b>\nline two\n".into())),
+            (
+                "/logo.svg",
+                Reply::Body(
+                    "image/svg+xml",
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\">\
+                     <text x=\"0\" y=\"5\">svg words</text></svg>"
+                        .into(),
+                ),
+            ),
+        ],
+    )
+    .await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    let text = ok_text(&setup.browse(json!({"url": server.url("/notes.txt")})).await);
+    assert!(text.contains("line one <b>") && text.contains("line two"), "{text}");
+    let text = ok_text(&setup.browse(json!({"url": server.url("/logo.svg")})).await);
+    assert!(text.contains("<svg") && text.contains("svg words</text></svg>"), "{text}");
+    assert!(text.contains("not HTML"), "{text}");
+    setup.assert_nothing_left();
+}
+
+/// A stand-in "browser" that leaves a mark if it is ever started.
+fn marking_browser(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let mark = dir.join("started");
+    let script = dir.join("fake-chromium");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch '{}'\n", mark.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, mark)
+}
+
+#[tokio::test]
+async fn targets_the_guard_refuses_never_start_the_browser() {
+    let bin = tempfile::tempdir().unwrap();
+    let (fake, mark) = marking_browser(bin.path());
+    let private = Counter::start(LOOPBACK).await;
+    let setup = setup(Some(&fake), Duration::from_secs(20));
+    let cases = [
+        (format!("http://{}/", private.addr), "127.0.0.0/8"),
+        ("http://localhost:8080/".to_owned(), "localhost"),
+        ("http://169.254.169.254/latest/".to_owned(), "169.254"),
+        ("file:///etc/passwd".to_owned(), "scheme `file`"),
+        ("not a url".to_owned(), "does not parse"),
+    ];
+    for (url, why) in cases {
+        let text = error_text(&setup.browse(json!({"url": url})).await);
+        assert!(text.contains("the browser was not started"), "{url}: {text}");
+        assert!(text.contains(why), "{url}: {text}");
+    }
+    assert!(!mark.exists(), "the browser was started");
+    assert_eq!(private.connections(), 0);
+}
+
+#[tokio::test]
+async fn without_a_browser_the_call_fails_and_says_what_to_do() {
+    let setup_missing = setup(
+        Some(Path::new("/nonexistent/vak-no-browser")),
+        Duration::from_secs(20),
+    );
+    // The guard accepts the target (no server needed: nothing is dialled before launch).
+    let url_ok = "http://127.0.0.2:8081/";
+    let text = error_text(&setup_missing.browse(json!({"url": url_ok})).await);
+    assert!(text.contains("VAK_BROWSER names `/nonexistent/vak-no-browser`"), "{text}");
+
+    // Nothing configured and nothing on PATH.
+    let empty = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(dir.path())
+        .unwrap()
+        .with_net_policy(NetPolicy::with_allow(["127.0.0.2/32"]))
+        .with_env([("PATH".into(), empty.path().into())]);
+    let mut registry = Registry::new();
+    vak_tool_browse::register(&mut registry, None);
+    let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
+    assert!(text.contains("no Chrome-family browser was found"), "{text}");
+    assert!(text.contains("apt install chromium") && text.contains("set VAK_BROWSER"), "{text}");
+    assert!(text.contains("never falls back"), "{text}");
+
+    // A configured browser is used when VAK_BROWSER is not set, and reported when missing.
+    let mut registry = Registry::new();
+    vak_tool_browse::register(&mut registry, Some(PathBuf::from("/nonexistent/configured")));
+    let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
+    assert!(text.contains("[browse] browser names `/nonexistent/configured`"), "{text}");
+}
+
+#[tokio::test]
+async fn arguments_are_checked() {
+    let setup = setup(None, Duration::from_secs(20));
+    for (args, field) in [
+        (json!({}), "`url`"),
+        (json!({"url": "https://example.com", "format": "pdf"}), "`format`"),
+        (json!({"url": "https://example.com", "extra": 1}), "`extra`"),
+    ] {
+        let text = error_text(&setup.browse(args.clone()).await);
+        assert!(text.contains(field), "{args}: {text}");
+    }
+}

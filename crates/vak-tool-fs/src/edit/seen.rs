@@ -1,0 +1,132 @@
+//! A small memory of contents seen by this process, keyed by their hash, so that a stale
+//! `expect_hash` can be answered with how much the file changed, not only that it did.
+//!
+//! Keys are content hashes, so an entry is a fact about some content and never about a path or
+//! a workspace: sharing the memory across calls and contexts is harmless. It is bounded.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// Entries kept, at most.
+const KEPT: usize = 256;
+
+/// Size facts about one content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Facts {
+    bytes: usize,
+    lines: usize,
+}
+
+impl Facts {
+    fn of(content: &[u8]) -> Self {
+        Self {
+            bytes: content.len(),
+            lines: lines(content),
+        }
+    }
+}
+
+static SEEN: Mutex<VecDeque<(String, Facts)>> = Mutex::new(VecDeque::new());
+
+/// The number of lines of `content` (a last line without a newline counts).
+fn lines(content: &[u8]) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', content).count();
+    if content.last().is_some_and(|&b| b != b'\n') {
+        newlines + 1
+    } else {
+        newlines
+    }
+}
+
+/// Remembers the size of the content with this hash.
+pub(crate) fn remember(hash: &str, content: &[u8]) {
+    let facts = Facts::of(content);
+    let Ok(mut seen) = SEEN.lock() else {
+        return;
+    };
+    if seen.iter().any(|(known, _)| known == hash) {
+        return;
+    }
+    if seen.len() >= KEPT {
+        seen.pop_front();
+    }
+    seen.push_back((hash.to_owned(), facts));
+}
+
+fn recall(hash: &str) -> Option<Facts> {
+    let seen = SEEN.lock().ok()?;
+    seen.iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(hash))
+        .map(|(_, facts)| *facts)
+}
+
+/// `42 s`, `5 min`, `3 h`, `12 days`.
+fn age_text(seconds: u64) -> String {
+    match seconds {
+        0..120 => format!("{seconds} s"),
+        120..7200 => format!("{} min", seconds / 60),
+        7200..172_800 => format!("{} h", seconds / 3600),
+        _ => format!("{} days", seconds / 86_400),
+    }
+}
+
+fn count(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+fn signed(n: isize) -> String {
+    if n >= 0 {
+        format!("+{n}")
+    } else {
+        n.to_string()
+    }
+}
+
+/// A sentence or two on how the file now differs from the content with hash `expected`, as far
+/// as this process knows, and when it was last modified.
+pub(crate) fn describe_change(expected: &str, now: &[u8], modified: Option<SystemTime>) -> String {
+    let facts = Facts::of(now);
+    let mut out = match recall(expected) {
+        Some(before) => format!(
+            "It was {} in {} then and is {} in {} now ({} bytes, {} lines). ",
+            count(before.bytes, "byte"),
+            count(before.lines, "line"),
+            count(facts.bytes, "byte"),
+            count(facts.lines, "line"),
+            signed(facts.bytes as isize - before.bytes as isize),
+            signed(facts.lines as isize - before.lines as isize),
+        ),
+        None => format!(
+            "It is now {} in {} (the size it had then is not known here). ",
+            count(facts.bytes, "byte"),
+            count(facts.lines, "line")
+        ),
+    };
+    if let Some(age) = modified.and_then(|time| SystemTime::now().duration_since(time).ok()) {
+        out.push_str(&format!(
+            "It was last modified {} ago. ",
+            age_text(age.as_secs())
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_before_and_after() {
+        remember("feedfacefeedface", b"a\nb\n");
+        let text = describe_change("FEEDFACEFEEDFACE", b"a\nb\nc\nd", None);
+        assert!(
+            text.contains(
+                "It was 4 bytes in 2 lines then and is 7 bytes in 4 lines now (+3 bytes, +2 lines)"
+            ),
+            "{text}"
+        );
+        let text = describe_change("0000000000000000", b"x", None);
+        assert!(text.contains("It is now 1 byte in 1 line"), "{text}");
+    }
+}

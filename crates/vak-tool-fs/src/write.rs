@@ -1,0 +1,418 @@
+//! The `write` tool: replace a file's whole content, atomically.
+//!
+//! Choices worth knowing:
+//! - The write goes through [`crate::atomic`]: a temporary file in the same folder, fsync,
+//!   rename. A crash or a failure leaves the old file or the new one, never half of one. The old
+//!   file's permission bits are kept; a symbolic link is written through (its target changes).
+//! - A read-only file is refused rather than replaced (a rename would succeed over it, even
+//!   though the file says "do not change me"), and the error says so.
+//! - Writing the content a file already has writes nothing, so its modification time stays.
+//! - The result says created or overwrote, bytes and lines, the old size, the folders created,
+//!   and the new hash (which `edit` accepts as `expect_hash`, so no re-read is needed). It also
+//!   warns when the old file had CRLF line endings or a byte order mark and the new content does
+//!   not: a quiet change of a whole file's line endings is a common agent mistake.
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tool_core::{
+    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_args,
+};
+
+use crate::atomic::{self, Previous};
+use crate::hash::content_hash;
+use crate::read::{count_lines, grouped, hash_line, size};
+
+const DESCRIPTION: &str = "Writes a whole file: creates it (and any missing parent folders) or \
+replaces all of its content with `content`. The write is atomic (the file is never left half \
+written) and keeps the file's permissions; a symbolic link is written through. Returns whether \
+the file was created or overwritten, its bytes and lines, the old size, and the new content \
+hash (for `edit`'s `expect_hash`). Refuses folders, read-only files, paths outside the \
+workspace and content over 16 MiB. To change part of an existing file, prefer `edit`; read a \
+file before you overwrite it.";
+
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// The file to write: a path relative to the working folder, or absolute. Missing parent
+    /// folders are created.
+    path: String,
+    /// The complete new content of the file; it replaces everything the file held.
+    content: String,
+}
+
+/// Why a write failed. Each message says what happened to the file and what to do instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum WriteError {
+    /// The path could not be resolved or lies outside the workspace.
+    #[error("{0} Nothing was written.")]
+    Path(#[from] PathError),
+    /// The content is over the limit.
+    #[error(
+        "the content is {size}, over write's limit of {limit}; nothing was written. Write a \
+         smaller file, or produce a large one with a script run by `bash`.",
+        size = size(*bytes as u64),
+        limit = size(*limit as u64)
+    )]
+    TooLarge {
+        /// The content's size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The target is a folder.
+    #[error(
+        "`{path}` is a directory, so it cannot be written as a file; nothing was written. Give \
+         a file path, for example `{path}/NAME`."
+    )]
+    Directory {
+        /// The path as shown.
+        path: String,
+    },
+    /// Something on the way is a file, not a folder.
+    #[error(
+        "cannot create `{path}`: `{blocker}` is a file, not a folder, so nothing can be \
+         created inside it; nothing was written. Choose another path."
+    )]
+    ParentIsFile {
+        /// The path as shown.
+        path: String,
+        /// The file in the way.
+        blocker: String,
+    },
+    /// The target's permissions forbid writing.
+    #[error(
+        "`{path}` is read-only (mode {mode:o}); nothing was written and the file is unchanged. \
+         If it really should change, make it writable first (`chmod u+w` via `bash`) and \
+         write again."
+    )]
+    ReadOnly {
+        /// The path as shown.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The operating system refused.
+    #[error("cannot write `{path}`: {source}. Nothing was written: the file is as it was before.")]
+    Io {
+        /// The path as shown.
+        path: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The blocking task failed (a bug).
+    #[error("the write failed inside vak-tools ({0}); this is a bug, not your call's fault.")]
+    Internal(String),
+}
+
+/// A hook run after the temporary file is complete, before the rename (tests simulate a crash).
+type BeforeRename = fn(&Path) -> io::Result<()>;
+
+/// The `write` tool.
+pub(crate) struct WriteTool {
+    spec: ToolSpec,
+    before_rename: Option<BeforeRename>,
+}
+
+impl WriteTool {
+    /// The tool with its spec.
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: ToolSpec::new::<WriteArgs>("write", DESCRIPTION)
+                .with_capabilities([Capability::WriteFs]),
+            before_rename: None,
+        }
+    }
+
+    /// The tool with a hook that runs before the rename.
+    #[cfg(test)]
+    fn with_before_rename(hook: BeforeRename) -> Self {
+        Self {
+            before_rename: Some(hook),
+            ..Self::new()
+        }
+    }
+}
+
+impl Tool for WriteTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args = match parse_args::<WriteArgs>(args) {
+                Ok(args) => args,
+                Err(error) => return error,
+            };
+            match run(args, ctx, self.before_rename).await {
+                Ok(text) => ToolOutput::text(text),
+                Err(error) => ToolOutput::error(error.to_string()),
+            }
+        })
+    }
+}
+
+async fn run(
+    args: WriteArgs,
+    ctx: &ToolContext,
+    before_rename: Option<BeforeRename>,
+) -> Result<String, WriteError> {
+    let limit = ctx.limits().write_bytes;
+    if args.content.len() > limit {
+        return Err(WriteError::TooLarge {
+            bytes: args.content.len(),
+            limit,
+        });
+    }
+    let path = ctx.resolve_path(&args.path)?;
+    let given = ctx.cwd().join(&args.path);
+    let through_link = fs::symlink_metadata(&given).is_ok_and(|meta| meta.is_symlink());
+    let job = Job {
+        shown: ctx.display_path(&path),
+        link: through_link.then(|| args.path.clone()),
+        cwd: ctx.cwd().to_path_buf(),
+        path,
+        content: args.content,
+        before_rename,
+    };
+    tokio::task::spawn_blocking(move || job.write())
+        .await
+        .map_err(|error| WriteError::Internal(error.to_string()))?
+}
+
+/// One write, done on a blocking thread.
+struct Job {
+    path: PathBuf,
+    shown: String,
+    /// The path as given, when it is a symbolic link.
+    link: Option<String>,
+    cwd: PathBuf,
+    content: String,
+    before_rename: Option<BeforeRename>,
+}
+
+impl Job {
+    fn write(self) -> Result<String, WriteError> {
+        let io_error = |source| WriteError::Io {
+            path: self.shown.clone(),
+            source,
+        };
+        let bytes = self.content.as_bytes();
+        let old = match fs::metadata(&self.path) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(WriteError::Directory {
+                    path: self.shown.clone(),
+                });
+            }
+            Ok(meta) => Some(meta),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+            Err(error) if error.kind() == io::ErrorKind::NotADirectory => {
+                return Err(self.parent_is_file());
+            }
+            Err(error) => return Err(io_error(error)),
+        };
+        if let Some(meta) = &old
+            && meta.permissions().readonly()
+        {
+            return Err(WriteError::ReadOnly {
+                path: self.shown.clone(),
+                mode: meta.permissions().mode() & 0o7777,
+            });
+        }
+        let mut notes = Vec::new();
+        // The old content only feeds the "unchanged" check and the notes: a file that cannot be
+        // read (write-only, say) is still replaced.
+        if let Some(meta) = &old
+            && let Ok(start) = file_start(&self.path, meta.len(), bytes.len())
+        {
+            if meta.len() == bytes.len() as u64 && start == bytes {
+                return Ok(format!(
+                    "`{}` already has exactly this content ({}); nothing was written.\n{}",
+                    self.shown,
+                    counts(bytes),
+                    hash_line(&content_hash(bytes))
+                ));
+            }
+            notes.extend(ending_notes(&start, bytes));
+        }
+        let new_folder = self.first_missing_folder();
+        let written = match self.before_rename {
+            Some(hook) => atomic::write_atomic_with(&self.path, bytes, hook),
+            None => atomic::write_atomic(&self.path, bytes),
+        };
+        let previous = match written {
+            Ok(previous) => previous,
+            Err(error) if error.kind() == io::ErrorKind::NotADirectory => {
+                return Err(self.parent_is_file());
+            }
+            Err(error) if error.kind() == io::ErrorKind::IsADirectory => {
+                return Err(WriteError::Directory {
+                    path: self.shown.clone(),
+                });
+            }
+            Err(error) => return Err(io_error(error)),
+        };
+        let counts = counts(bytes);
+        let mut text = match previous {
+            Previous::Created => format!("Created `{}` ({counts})", self.shown),
+            Previous::Replaced { bytes: old_bytes } => format!(
+                "Overwrote `{}` ({counts}; it had {} before)",
+                self.shown,
+                if old_bytes == 1 {
+                    "1 byte".to_owned()
+                } else {
+                    format!("{} bytes", grouped(old_bytes))
+                }
+            ),
+        };
+        if let Some(folder) = new_folder {
+            text.push_str(&format!(", creating the folder `{folder}`"));
+        }
+        if let Some(link) = &self.link {
+            text.push_str(&format!(
+                ", through the symbolic link `{link}` (the link itself is unchanged)"
+            ));
+        }
+        text.push_str(".\n");
+        for note in notes {
+            text.push_str(&format!("[{note}]\n"));
+        }
+        text.push_str(&hash_line(&content_hash(bytes)));
+        Ok(text)
+    }
+
+    /// The nearest existing ancestor that is not a folder.
+    fn parent_is_file(&self) -> WriteError {
+        let blocker = self
+            .path
+            .ancestors()
+            .skip(1)
+            .find(|ancestor| fs::metadata(ancestor).is_ok_and(|meta| !meta.is_dir()))
+            .map(|ancestor| self.show(ancestor))
+            .unwrap_or_else(|| "a part of the path".to_owned());
+        WriteError::ParentIsFile {
+            path: self.shown.clone(),
+            blocker,
+        }
+    }
+
+    /// The topmost parent folder that does not exist yet, as shown to the model.
+    fn first_missing_folder(&self) -> Option<String> {
+        let mut missing = None;
+        for ancestor in self.path.ancestors().skip(1) {
+            if ancestor.as_os_str().is_empty() || ancestor.exists() {
+                break;
+            }
+            missing = Some(ancestor);
+        }
+        missing?;
+        Some(self.show(self.path.parent()?))
+    }
+
+    fn show(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.cwd) {
+            Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+            _ => path.display().to_string(),
+        }
+    }
+}
+
+/// `12 bytes, 2 lines`.
+fn counts(bytes: &[u8]) -> String {
+    let lines = count_lines(bytes);
+    format!(
+        "{} byte{}, {} line{}",
+        grouped(bytes.len() as u64),
+        if bytes.len() == 1 { "" } else { "s" },
+        grouped(lines),
+        if lines == 1 { "" } else { "s" }
+    )
+}
+
+/// The first bytes of the old file: all of it when it is as long as the new content (to spot
+/// a write that changes nothing), otherwise enough to see its line endings and BOM.
+fn file_start(path: &Path, old_len: u64, new_len: usize) -> io::Result<Vec<u8>> {
+    let want = if old_len == new_len as u64 {
+        old_len
+    } else {
+        8 * 1024
+    };
+    let mut start = Vec::new();
+    fs::File::open(path)?.take(want).read_to_end(&mut start)?;
+    Ok(start)
+}
+
+/// Warnings about line endings or a byte order mark that the new content drops.
+fn ending_notes(old_start: &[u8], new: &[u8]) -> Vec<&'static str> {
+    const BOM: &[u8] = b"\xef\xbb\xbf";
+    let mut notes = Vec::new();
+    let crlf = |bytes: &[u8]| memchr::memmem::find(bytes, b"\r\n").is_some();
+    let has_lf = memchr::memchr(b'\n', new).is_some();
+    if crlf(old_start) && has_lf && !crlf(new) {
+        notes.push(
+            "note: the old file used CRLF (\\r\\n) line endings and the new content uses LF \
+             only; if the file should keep CRLF, write it again with \\r\\n endings",
+        );
+    }
+    if old_start.starts_with(BOM) && !new.starts_with(BOM) {
+        notes.push(
+            "note: the old file started with a UTF-8 byte order mark (BOM) and the new content \
+             does not",
+        );
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failure_before_the_rename_leaves_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        fs::write(dir.path().join("f.txt"), "original\n").unwrap();
+        let tool = WriteTool::with_before_rename(|temp| {
+            assert_eq!(fs::read(temp).unwrap(), b"replacement\n");
+            Err(io::Error::other("simulated crash"))
+        });
+        let out = tool
+            .call(json!({"path": "f.txt", "content": "replacement\n"}), &ctx)
+            .await;
+        assert!(out.is_error);
+        let text = out.text_content();
+        assert!(text.contains("simulated crash"), "{text}");
+        assert!(text.contains("Nothing was written"), "{text}");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+            "original\n"
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["f.txt"], "a temporary file was left behind");
+    }
+
+    #[test]
+    fn notes_on_dropped_endings() {
+        assert_eq!(ending_notes(b"a\r\nb\r\n", b"a\nb\n").len(), 1);
+        assert!(ending_notes(b"a\r\nb\r\n", b"a\r\nc\r\n").is_empty());
+        assert!(ending_notes(b"a\nb\n", b"a\nc\n").is_empty());
+        assert!(ending_notes(b"a\r\n", b"one line").is_empty());
+        assert_eq!(ending_notes(b"\xef\xbb\xbfa\n", b"a\n").len(), 1);
+    }
+}

@@ -1,0 +1,316 @@
+//! `grep`: data-driven cases over one fixture tree, plus early exit, links and cancellation.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use vak_tool_core::ToolContext;
+
+use crate::glob::{Expect, call, call_in, check, workspace};
+
+fn numbered_lines() -> Vec<u8> {
+    let mut text = String::new();
+    for line in 1..=20 {
+        let tag = if [3, 5, 15].contains(&line) {
+            " match"
+        } else {
+            ""
+        };
+        text.push_str(&format!("line {line}{tag}\n"));
+    }
+    text.into_bytes()
+}
+
+fn minified() -> Vec<u8> {
+    format!("{}NEEDLE{}\n", "x".repeat(20_000), "y".repeat(20_000)).into_bytes()
+}
+
+/// A tree with text, binary, ignored, hidden, skipped and minified files.
+fn tree() -> tempfile::TempDir {
+    let lines = numbered_lines();
+    let minified = minified();
+    workspace(&[
+        (".gitignore", b"ignored.txt\n"),
+        (".hidden/h.txt", b"hello from hidden\n"),
+        ("README.md", b"Hello world\nhello again\n"),
+        ("bin.dat", b"hello\0\x01\x02binary\n"),
+        ("ignored.txt", b"hello ignored\n"),
+        ("latin.txt", b"caf\xe9 hello\r\n"),
+        ("min.js", &minified),
+        (".git/config", b"hello\n"),
+        ("node_modules/m/x.js", b"hello\n"),
+        ("target/t.rs", b"hello\n"),
+        ("src/lib.rs", &lines),
+        ("src/main.rs", b"fn main() {\n    println!(\"hello\");\n}\n"),
+    ])
+}
+
+#[tokio::test]
+async fn grep_cases() {
+    let dir = tree();
+    let cases: &[(&str, Value, Expect<'_>)] = &[
+        (
+            "content in walk order; ignored, binary and skipped folders left out; lossy UTF-8",
+            json!({"pattern": "hello"}),
+            Expect::Lines(&[
+                ".hidden/h.txt:1:hello from hidden",
+                "README.md:2:hello again",
+                "latin.txt:1:caf\u{FFFD} hello",
+                "src/main.rs:2:    println!(\"hello\");",
+            ]),
+        ),
+        (
+            "ignore_case",
+            json!({"pattern": "HELLO", "ignore_case": true, "include": "*.md"}),
+            Expect::Lines(&["README.md:1:Hello world", "README.md:2:hello again"]),
+        ),
+        (
+            "case matters by default",
+            json!({"pattern": "HELLO"}),
+            Expect::Says("No matches for `HELLO` in . ("),
+        ),
+        (
+            "files",
+            json!({"pattern": "hello", "output": "files"}),
+            Expect::Lines(&[".hidden/h.txt", "README.md", "latin.txt", "src/main.rs"]),
+        ),
+        (
+            "count",
+            json!({"pattern": "line|hello", "output": "count"}),
+            Expect::Lines(&[
+                ".hidden/h.txt:1",
+                "README.md:1",
+                "latin.txt:1",
+                "src/lib.rs:20",
+                "src/main.rs:1",
+            ]),
+        ),
+        (
+            "include by file name",
+            json!({"pattern": "hello", "include": "*.rs"}),
+            Expect::Lines(&["src/main.rs:2:    println!(\"hello\");"]),
+        ),
+        (
+            "include by path, with braces",
+            json!({"pattern": "hello", "include": "{src,.hidden}/*.{rs,txt}"}),
+            Expect::Lines(&[
+                ".hidden/h.txt:1:hello from hidden",
+                "src/main.rs:2:    println!(\"hello\");",
+            ]),
+        ),
+        (
+            "context and group separators, within and between files",
+            json!({"pattern": "match|main", "context": 1}),
+            Expect::Lines(&[
+                "src/lib.rs-2-line 2",
+                "src/lib.rs:3:line 3 match",
+                "src/lib.rs-4-line 4",
+                "src/lib.rs:5:line 5 match",
+                "src/lib.rs-6-line 6",
+                "--",
+                "src/lib.rs-14-line 14",
+                "src/lib.rs:15:line 15 match",
+                "src/lib.rs-16-line 16",
+                "--",
+                "src/main.rs:1:fn main() {",
+                "src/main.rs-2-    println!(\"hello\");",
+            ]),
+        ),
+        (
+            "max_matches stops and says so",
+            json!({"pattern": "hello", "max_matches": 2}),
+            Expect::Lines(&[
+                ".hidden/h.txt:1:hello from hidden",
+                "README.md:2:hello again",
+                "[stopped at max_matches = 2: there may be more. Narrow the pattern, add \
+                 `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+            ]),
+        ),
+        (
+            "max_matches keeps the last match's after-context",
+            json!({"pattern": "match", "context": 1, "max_matches": 2, "path": "src/lib.rs"}),
+            Expect::Lines(&[
+                "src/lib.rs-2-line 2",
+                "src/lib.rs:3:line 3 match",
+                "src/lib.rs-4-line 4",
+                "src/lib.rs:5:line 5 match",
+                "src/lib.rs-6-line 6",
+                "[stopped at max_matches = 2: there may be more. Narrow the pattern, add \
+                 `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+            ]),
+        ),
+        (
+            "max_matches counts files in files mode",
+            json!({"pattern": "hello", "output": "files", "max_matches": 1}),
+            Expect::Lines(&[
+                ".hidden/h.txt",
+                "[stopped at max_matches = 1: there may be more. Narrow the pattern, add \
+                 `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+            ]),
+        ),
+        (
+            "a long line is a window around the match with its column",
+            json!({"pattern": "NEEDLE"}),
+            Expect::Says(
+                "yyy… [line of 40006 characters cut to 500 around the first match, at column 20001]",
+            ),
+        ),
+        (
+            "a single file",
+            json!({"pattern": "println", "path": "src/main.rs"}),
+            Expect::Lines(&["src/main.rs:2:    println!(\"hello\");"]),
+        ),
+        (
+            "a single binary file",
+            json!({"pattern": "hello", "path": "bin.dat"}),
+            Expect::Says("it is a binary file"),
+        ),
+        (
+            "an explicitly ignored file named as path is searched",
+            json!({"pattern": "hello", "path": "ignored.txt"}),
+            Expect::Lines(&["ignored.txt:1:hello ignored"]),
+        ),
+        (
+            "a search path inside node_modules is searched",
+            json!({"pattern": "hello", "path": "node_modules"}),
+            Expect::Lines(&["node_modules/m/x.js:1:hello"]),
+        ),
+        (
+            "no match says what was searched",
+            json!({"pattern": "zzzz"}),
+            Expect::Says("No matches for `zzzz` in . (8 files searched;"),
+        ),
+        (
+            "invalid regex shows the regex error",
+            json!({"pattern": "fn("}),
+            Expect::Error("unclosed group"),
+        ),
+        (
+            "invalid include",
+            json!({"pattern": "x", "include": "*.{rs"}),
+            Expect::Error("invalid `include` glob"),
+        ),
+        (
+            "context above 10",
+            json!({"pattern": "x", "context": 11}),
+            Expect::Error("`context` is 11, but it must be between 0 and 10"),
+        ),
+        (
+            "max_matches of 0",
+            json!({"pattern": "x", "max_matches": 0}),
+            Expect::Error("`max_matches` is 0"),
+        ),
+        (
+            "unknown output",
+            json!({"pattern": "x", "output": "lines"}),
+            Expect::Error("`output`"),
+        ),
+        (
+            "missing path",
+            json!({"pattern": "x", "path": "nope"}),
+            Expect::Error("`nope` does not exist"),
+        ),
+    ];
+    for (name, args, expect) in cases {
+        let out = call(dir.path(), "grep", args.clone()).await;
+        check(name, &out, expect);
+    }
+}
+
+#[tokio::test]
+async fn a_long_line_is_never_shown_whole() {
+    let dir = tree();
+    let out = call(
+        dir.path(),
+        "grep",
+        json!({"pattern": "NEEDLE", "context": 2}),
+    )
+    .await;
+    let text = out.text_content();
+    assert!(text.len() < 2_000, "{} bytes", text.len());
+    let line = text.lines().next().unwrap();
+    assert!(line.starts_with("min.js:1:…xxx"), "{line}");
+}
+
+/// Proof of early exit: a big file that sorts after the cap is never read. Its access time is
+/// set before its modification time, so that any read updates it (`relatime`).
+#[tokio::test]
+async fn the_search_stops_at_max_matches() {
+    let files: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| (format!("a{i:03}.txt"), b"hit\n".to_vec()))
+        .chain([("zzz_big.txt".to_owned(), b"hit\n".repeat(200_000))])
+        .collect();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
+    let dir = workspace(&files);
+    let big = dir.path().join("zzz_big.txt");
+    let control = dir.path().join("a299.txt");
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for path in [&big, &control] {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_accessed(old))
+            .unwrap();
+    }
+    let accessed = |path: &std::path::Path| std::fs::metadata(path).unwrap().accessed().unwrap();
+    let out = call(
+        dir.path(),
+        "grep",
+        json!({"pattern": "hit", "max_matches": 3}),
+    )
+    .await;
+    let text = out.text_content();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(text.contains("stopped at max_matches = 3"), "{text}");
+    assert_eq!(accessed(&big), old, "the file after the cap was read");
+    // The control shows that this filesystem records reads at all.
+    std::fs::read(&control).unwrap();
+    assert_ne!(
+        accessed(&control),
+        old,
+        "this filesystem does not record access times (noatime); the proof above is void"
+    );
+}
+
+#[tokio::test]
+async fn symlink_loops_do_not_hang_and_escapes_are_not_searched() {
+    let outside = workspace(&[("secret.txt", b"hello outside\n")]);
+    let dir = workspace(&[("src/a.txt", b"hello\n")]);
+    let root = dir.path();
+    std::os::unix::fs::symlink("..", root.join("src/up")).unwrap();
+    std::os::unix::fs::symlink("self", root.join("self")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("s.txt")).unwrap();
+    let out = call(root, "grep", json!({"pattern": "hello"})).await;
+    check("links", &out, &Expect::Lines(&["src/a.txt:1:hello"]));
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_an_error() {
+    let dir = tree();
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    ctx.cancel().cancel();
+    let out = call_in(&ctx, "grep", json!({"pattern": "hello"})).await;
+    check("cancelled", &out, &Expect::Error("grep call was cancelled"));
+}
+
+#[tokio::test]
+async fn cancelling_during_a_search_returns_promptly() {
+    let files: Vec<(String, Vec<u8>)> = (0..400)
+        .map(|i| (format!("d{}/f{i:03}.txt", i % 10), b"miss\n".repeat(20_000)))
+        .collect();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
+    let dir = workspace(&files);
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let token = ctx.cancel().clone();
+    let call =
+        tokio::spawn(
+            async move { call_in(&ctx, "grep", json!({"pattern": "hit(?:[a-z]+)?x"})).await },
+        );
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    token.cancel();
+    let started = std::time::Instant::now();
+    let out = call.await.unwrap();
+    // Either it finished before the cancel landed or it was cut short; never a hang.
+    assert!(started.elapsed() < Duration::from_secs(10));
+    if out.is_error {
+        assert!(out.text_content().contains("cancelled"));
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the file tools.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod write;

@@ -1,0 +1,274 @@
+//! Loopback test servers, scripted resolvers and call helpers.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use vak_tool_core::{BoxFuture, NetPolicy, OutputLimits, Tool, ToolContext, ToolOutput};
+use vak_tool_net::WebFetch;
+use vak_tool_net::guard::Resolver;
+
+/// The address test servers bind; `[net] allow` lists exactly this one.
+pub const SERVER_IP: &str = "127.0.0.2";
+
+/// What a test server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub path: String,
+    pub head: String,
+    pub sni: Option<String>,
+}
+
+/// How a test server answers one request.
+pub enum Reply {
+    /// These bytes, then close.
+    Bytes(Vec<u8>),
+    /// `head`, then `chunk` every `every`, forever.
+    Trickle {
+        head: Vec<u8>,
+        chunk: Vec<u8>,
+        every: Duration,
+    },
+    /// `head`, then nothing, without closing.
+    Stall(Vec<u8>),
+}
+
+type Handler = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
+
+/// A loopback HTTP(S) server on 127.0.0.2 answering with a handler.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub received: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+    tls: bool,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    pub async fn start(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_with(Arc::new(handler), None).await
+    }
+
+    pub async fn start_tls(
+        acceptor: TlsAcceptor,
+        handler: impl Fn(&Received) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_with(Arc::new(handler), Some(acceptor)).await
+    }
+
+    async fn start_with(handler: Handler, tls: Option<TlsAcceptor>) -> Self {
+        let listener = TcpListener::bind((SERVER_IP, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&received);
+        let is_tls = tls.is_some();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let handler = Arc::clone(&handler);
+                let log = Arc::clone(&log);
+                let tls = tls.clone();
+                tokio::spawn(async move {
+                    match tls {
+                        None => serve(stream, None, handler, log).await,
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            let sni = stream.get_ref().1.server_name().map(str::to_string);
+                            serve(stream, sni, handler, log).await;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            received,
+            task,
+            tls: is_tls,
+        }
+    }
+
+    /// `http(s)://127.0.0.2:port{path}`.
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.addr)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    sni: Option<String>,
+    handler: Handler,
+    log: Arc<Mutex<Vec<Received>>>,
+) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+    let received = Received { path, head, sni };
+    log.lock().unwrap().push(received.clone());
+    match handler(&received) {
+        Reply::Bytes(bytes) => {
+            let _ = stream.write_all(&bytes).await;
+            let _ = stream.shutdown().await;
+        }
+        Reply::Trickle { head, chunk, every } => {
+            if stream.write_all(&head).await.is_err() {
+                return;
+            }
+            loop {
+                tokio::time::sleep(every).await;
+                if stream.write_all(&chunk).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+        Reply::Stall(head) => {
+            let _ = stream.write_all(&head).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// A complete response with `Content-Length` and `Connection: close`.
+pub fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    Reply::Bytes(bytes)
+}
+
+/// A response head without `Content-Length`: the body runs to the close.
+pub fn head_only(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+pub fn html(body: &str) -> Reply {
+    response("200 OK", &[("Content-Type", "text/html; charset=utf-8")], body.as_bytes())
+}
+
+pub fn redirect(status: &str, location: &str) -> Reply {
+    response(status, &[("Location", location)], b"")
+}
+
+/// One scripted answer of a [`Scripted`] resolver.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Addresses(Vec<IpAddr>),
+    NotFound,
+    Hang,
+}
+
+pub fn addrs(list: &[&str]) -> Answer {
+    Answer::Addresses(list.iter().map(|a| a.parse().unwrap()).collect())
+}
+
+/// A resolver that gives scripted answers in order (the last one repeats) and counts calls.
+#[derive(Debug, Default)]
+pub struct Scripted {
+    answers: Mutex<VecDeque<Answer>>,
+    pub calls: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    pub fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers.into_iter().collect()),
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Resolver for Scripted {
+    fn resolve<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        self.calls.lock().unwrap().push(host.to_string());
+        let answer = {
+            let mut answers = self.answers.lock().unwrap();
+            if answers.len() > 1 {
+                answers.pop_front()
+            } else {
+                answers.front().cloned()
+            }
+        };
+        Box::pin(async move {
+            match answer {
+                Some(Answer::Addresses(list)) => Ok(list),
+                Some(Answer::NotFound) | None => Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no such host (NXDOMAIN)",
+                )),
+                Some(Answer::Hang) => {
+                    std::future::pending::<()>().await;
+                    Ok(Vec::new())
+                }
+            }
+        })
+    }
+}
+
+/// A context whose `[net] allow` lists only the test server's address.
+pub fn context(dir: &tempfile::TempDir) -> ToolContext {
+    ToolContext::new(dir.path())
+        .unwrap()
+        .with_net_policy(NetPolicy::with_allow([format!("{SERVER_IP}/32")]))
+}
+
+pub fn limits(deadline: Duration, body: usize) -> OutputLimits {
+    let mut limits = OutputLimits::default();
+    limits.fetch_deadline = deadline;
+    limits.fetch_body_bytes = body;
+    limits
+}
+
+/// Calls `tool` with `url` and `format` in a context that allows the test server.
+pub async fn fetch_with(tool: &WebFetch, ctx: &ToolContext, url: &str, format: &str) -> ToolOutput {
+    tool.call(json!({"url": url, "format": format}), ctx).await
+}
+
+/// Calls a plain `webfetch` with the default format.
+pub async fn fetch(url: &str) -> ToolOutput {
+    let dir = tempfile::tempdir().unwrap();
+    fetch_with(&WebFetch::new(), &context(&dir), url, "markdown").await
+}
