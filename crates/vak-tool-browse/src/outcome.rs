@@ -312,7 +312,7 @@ mod tests {
         // 9 bytes would end inside the second é.
         assert_eq!(captured.dom, "<html>é");
         assert!(captured.cut);
-        assert_eq!(captured.dom_bytes, 18);
+        assert_eq!(captured.dom_bytes, 19);
         assert!(closes_html(&captured.tail));
         assert_eq!(captured.log, "");
         let whole = Captured::read(&dom, &log, 100).unwrap();

@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Condvar, Mutex, mpsc};
+use std::time::Duration;
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep_matcher::Matcher;
@@ -96,8 +97,10 @@ const MAX_CONTEXT: usize = 10;
 const DEFAULT_MAX_MATCHES: usize = 100;
 /// Batches of files queued ahead of the searchers.
 const QUEUE_BATCHES: usize = 4;
-/// The most files in one batch. Queue and batches bound the files searched past the cap.
+/// The most files in one batch.
 const MAX_BATCH: usize = 32;
+/// How far (in files) a batch may start past the files already accounted for.
+const AHEAD: usize = 64;
 
 /// Why a `grep` call cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -534,9 +537,11 @@ fn search_single(query: &Query, path: &Path, ctx: &ToolContext) -> Report {
 /// `max_matches` results (in that order) are known, or when `stop` is set.
 ///
 /// The walker hands out numbered batches of paths (1, 2, 4, … up to [`MAX_BATCH`] files, so a
-/// small search starts at once and a large one pays one hand-over per batch, not per file);
-/// each searcher returns a batch's results in one message; this thread puts the batches back in
-/// order and counts results.
+/// small search starts at once and a large one pays one hand-over per batch, not per file).
+/// A searcher that finishes a batch files its results under a lock, in walk order, and sets the
+/// stop flag itself once the cap is reached. No batch starting more than [`AHEAD`] files past
+/// the files already accounted for is searched until the accounting catches up, so the work
+/// done past the cap is bounded whatever the scheduler does.
 fn search_tree(
     query: &Query,
     walker: &Walker,
@@ -544,17 +549,28 @@ fn search_tree(
     stop: &AtomicBool,
     threads: usize,
 ) -> Report {
+    /// The results accounted for so far, and the batches that came back early.
+    struct Progress {
+        report: Report,
+        early: BTreeMap<usize, Vec<(PathBuf, FileResult)>>,
+        /// The walk index of the first file not yet accounted for.
+        next: usize,
+    }
     let opened = AtomicUsize::new(0);
     let (job_sender, job_receiver) = mpsc::sync_channel::<(usize, Vec<PathBuf>)>(QUEUE_BATCHES);
     let jobs = Mutex::new(job_receiver);
-    let (result_sender, result_receiver) = mpsc::channel::<(usize, Vec<(PathBuf, FileResult)>)>();
-    let mut report = Report::default();
+    let progress = Mutex::new(Progress {
+        report: Report::default(),
+        early: BTreeMap::new(),
+        next: 0,
+    });
+    let advanced = Condvar::new();
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut next_index = 0;
             let mut batch = Vec::with_capacity(MAX_BATCH);
             let mut batch_size = 1;
-            walker.files_in_order(stop, |path| {
+            walker.files_in_order(threads, stop, |path| {
                 if let Some(include) = &query.include
                     && !include.allows(walker.root(), &path)
                 {
@@ -576,8 +592,7 @@ fn search_tree(
             drop(job_sender);
         });
         for _ in 0..threads.max(1) {
-            let results = result_sender.clone();
-            let (jobs, opened) = (&jobs, &opened);
+            let (jobs, opened, progress, advanced) = (&jobs, &opened, &progress, &advanced);
             scope.spawn(move || {
                 let mut searcher = query.searcher();
                 loop {
@@ -586,6 +601,15 @@ fn search_tree(
                         Err(_) => return,
                     };
                     let Ok((first, paths)) = job else { return };
+                    // Wait while this batch is too far ahead of the accounted results.
+                    let Ok(mut state) = progress.lock() else { return };
+                    while first > state.next + AHEAD && !stop.load(Ordering::Relaxed) {
+                        state = match advanced.wait_timeout(state, Duration::from_millis(20)) {
+                            Ok((state, _)) => state,
+                            Err(_) => return,
+                        };
+                    }
+                    drop(state);
                     let mut found = Vec::with_capacity(paths.len());
                     // Results in this batch: once they fill the cap, nothing later counts.
                     let mut counted = 0;
@@ -598,30 +622,32 @@ fn search_tree(
                         counted += query.results_in(&file);
                         found.push((path, file));
                     }
-                    if results.send((first, found)).is_err() {
-                        return;
+                    let Ok(mut state) = progress.lock() else { return };
+                    state.early.insert(first, found);
+                    // A batch cut short only ever follows the results that filled the cap.
+                    loop {
+                        let next = state.next;
+                        let Some(found) = state.early.remove(&next) else {
+                            break;
+                        };
+                        state.next += found.len();
+                        for (path, file) in found {
+                            state.report.add(query, ctx, &path, file);
+                        }
+                        if state.report.capped {
+                            stop.store(true, Ordering::Relaxed);
+                        }
                     }
+                    drop(state);
+                    advanced.notify_all();
                 }
             });
         }
-        drop(result_sender);
-        // Put the batches back in walk order; stop everything once the cap is reached. A batch
-        // cut short by the stop flag only ever comes after the results already counted.
-        let mut waiting = BTreeMap::new();
-        let mut next = 0;
-        for (first, found) in result_receiver {
-            waiting.insert(first, found);
-            while let Some(found) = waiting.remove(&next) {
-                next += found.len();
-                for (path, file) in found {
-                    report.add(query, ctx, &path, file);
-                }
-                if report.capped {
-                    stop.store(true, Ordering::Relaxed);
-                }
-            }
-        }
     });
+    let mut report = match progress.into_inner() {
+        Ok(progress) => progress.report,
+        Err(poisoned) => poisoned.into_inner().report,
+    };
     report.files_opened = opened.into_inner();
     report
 }
@@ -739,7 +765,7 @@ mod tests {
             assert_eq!(report.results, 5);
             // The queue and the searchers bound what is opened after the cap.
             assert!(
-                report.files_opened <= 5 + MAX_BATCH * (threads + 1),
+                report.files_opened <= 5 + AHEAD + MAX_BATCH,
                 "{threads} threads opened {} files",
                 report.files_opened
             );

@@ -330,6 +330,62 @@ where
 mod tests {
     use super::*;
 
+    /// The order of a plain single-threaded walk, sorted by name.
+    fn sequential(walker: &Walker) -> Vec<PathBuf> {
+        let mut builder = walker.builder();
+        builder.sort_by_file_name(|a, b| a.cmp(b));
+        builder
+            .build()
+            .flatten()
+            .filter(is_file)
+            .map(DirEntry::into_path)
+            .collect()
+    }
+
+    #[test]
+    fn the_parallel_ordered_walk_keeps_the_depth_first_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut files = vec!["a.txt".to_owned(), "m.txt".to_owned(), "zz".to_owned()];
+        for top in ["b", "c", "n", "y"] {
+            for sub in ["x", "x.d", "y"] {
+                for file in 0..40 {
+                    files.push(format!("{top}/{sub}/f{file}"));
+                }
+            }
+            files.push(format!("{top}/a"));
+        }
+        for file in &files {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "c/y/\n").unwrap();
+        std::os::unix::fs::symlink(".", root.join("loop")).unwrap();
+        std::fs::create_dir_all(root.join("target/x")).unwrap();
+        std::fs::write(root.join("target/x/skipped"), "").unwrap();
+        let ctx = ToolContext::new(root).unwrap();
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx);
+        let expected = sequential(&walker);
+        assert_eq!(expected.len(), 3 + 4 * 121 + 1 - 40);
+        let stop = AtomicBool::new(false);
+        for threads in [1, 2, 3, 8] {
+            let mut got = Vec::new();
+            walker.files_in_order(threads, &stop, |path| {
+                got.push(path);
+                true
+            });
+            assert_eq!(got, expected, "{threads} threads");
+            // Stopping part-way ends the walk.
+            let mut seen = 0;
+            walker.files_in_order(threads, &stop, |_| {
+                seen += 1;
+                seen < 100
+            });
+            assert_eq!(seen, 100);
+        }
+    }
+
     #[test]
     fn skipped_folders_are_judged_below_the_workspace() {
         let workspace = Path::new("/home/me/target/ws");

@@ -98,7 +98,9 @@ async fn a_chatty_setsid_escapee_is_capped_killed_and_listed() {
 async fn a_double_forked_daemon_is_found_and_stopped() {
     let setup = Setup::with_limits(quick_limits());
     let run = setup
-        .command("(setsid sleep 300 > /dev/null 2>&1 &); echo launched")
+        // The pause lets the daemon become `sleep` before the shell exits: stopped earlier,
+        // it would be listed as what it still was (a forked `bash`).
+        .command("(setsid sleep 300 > /dev/null 2>&1 &); sleep 0.2; echo launched")
         .await;
     assert!(!run.out.is_error, "{}", run.text);
     assert!(
@@ -213,18 +215,17 @@ async fn an_unfindable_escapee_cannot_hold_the_call_past_its_bound() {
         .call_raw(json!({"command": command, "timeout_ms": 1000}), &setup.ctx)
         .await;
     let elapsed = started.elapsed();
-    // Stop the escapee: find it by its command line.
-    let escapees = kill_by_cmdline(&tag);
-    assert!(!escapees.is_empty(), "the escapee was not running");
+    // Stop the escapee, found by its command line, unless its next write after the call
+    // closed the pipes has already killed it with SIGPIPE.
+    kill_by_cmdline(&tag);
     crate::support::assert_no_leftovers(&setup.marker);
     assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
     assert!(run.text.contains(&tag), "{}", run.text);
     assert!(elapsed < bound(Duration::from_secs(1)), "{elapsed:?}");
 }
 
-/// Sends SIGKILL to every process whose command line contains `needle`; returns their pids.
-fn kill_by_cmdline(needle: &str) -> Vec<i32> {
-    let mut killed = Vec::new();
+/// Sends SIGKILL to every process whose command line contains `needle`.
+fn kill_by_cmdline(needle: &str) {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
@@ -233,10 +234,8 @@ fn kill_by_cmdline(needle: &str) -> Vec<i32> {
         if String::from_utf8_lossy(&cmdline).contains(needle) && !pid_is_gone(pid) {
             let pid = rustix::process::Pid::from_raw(pid).unwrap();
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            killed.push(pid.as_raw_pid());
         }
     }
-    killed
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

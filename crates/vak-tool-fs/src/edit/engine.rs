@@ -520,7 +520,7 @@ mod tests {
         /// Editing a CRLF file with LF text gives the LF edit of the LF file, in CRLF.
         #[test]
         fn crlf_edits_equal_lf_edits_in_crlf(
-            lines in proptest::collection::vec("[a-c “”\t]{0,6}", 1..12),
+            lines in proptest::collection::vec("[a-f “”\t]{0,8}", 1..12),
             final_newline in proptest::bool::ANY,
             start in 0usize..200,
             len in 1usize..30,

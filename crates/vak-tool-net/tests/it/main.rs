@@ -1,14 +1,11 @@
-//! Integration tests of vak-tool-net.
+//! Integration tests of vak-tool-net: the guard, webfetch against loopback servers on 127.0.0.2
+//! (the only address the tests' `[net] allow` lists), TLS with a test CA, HTML conversion, and
+//! property tests of the URL verdict.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
-use std::time::Instant;
-
-#[test]
-fn deep_probe() {
-    let n = 100_000;
-    let html = format!("{}deep text{}", "<div>".repeat(n), "</div>".repeat(n));
-    let base = url::Url::parse("https://example.com/").unwrap();
-    let start = Instant::now();
-    let md = vak_tool_net::markdown::html_to_markdown(&html, &base);
-    eprintln!("{} {:?}", md.len(), start.elapsed());
-}
+mod fetch;
+mod guard;
+mod markdown;
+mod props;
+mod support;
+mod tls;

@@ -15,18 +15,18 @@ use vak_tool_net::WebFetch;
 use vak_tool_net::guard::Resolver;
 
 /// The address test servers bind; `[net] allow` lists exactly this one.
-pub const SERVER_IP: &str = "127.0.0.2";
+pub(crate) const SERVER_IP: &str = "127.0.0.2";
 
 /// What a test server received.
 #[derive(Debug, Clone)]
-pub struct Received {
-    pub path: String,
-    pub head: String,
-    pub sni: Option<String>,
+pub(crate) struct Received {
+    pub(crate) path: String,
+    pub(crate) head: String,
+    pub(crate) sni: Option<String>,
 }
 
 /// How a test server answers one request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// These bytes, then close.
     Bytes(Vec<u8>),
     /// `head`, then `chunk` every `every`, forever.
@@ -42,9 +42,9 @@ pub enum Reply {
 type Handler = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
 
 /// A loopback HTTP(S) server on 127.0.0.2 answering with a handler.
-pub struct Server {
-    pub addr: SocketAddr,
-    pub received: Arc<Mutex<Vec<Received>>>,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
+    pub(crate) received: Arc<Mutex<Vec<Received>>>,
     task: tokio::task::JoinHandle<()>,
     tls: bool,
 }
@@ -56,11 +56,11 @@ impl Drop for Server {
 }
 
 impl Server {
-    pub async fn start(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> Self {
+    pub(crate) async fn start(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> Self {
         Self::start_with(Arc::new(handler), None).await
     }
 
-    pub async fn start_tls(
+    pub(crate) async fn start_tls(
         acceptor: TlsAcceptor,
         handler: impl Fn(&Received) -> Reply + Send + Sync + 'static,
     ) -> Self {
@@ -104,16 +104,16 @@ impl Server {
     }
 
     /// `http(s)://127.0.0.2:port{path}`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}{path}", self.addr)
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
-    pub fn requests(&self) -> Vec<Received> {
+    pub(crate) fn requests(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
     }
 }
@@ -160,7 +160,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// A complete response with `Content-Length` and `Connection: close`.
-pub fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub(crate) fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
@@ -172,7 +172,7 @@ pub fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
 }
 
 /// A response head without `Content-Length`: the body runs to the close.
-pub fn head_only(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn head_only(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
@@ -181,42 +181,42 @@ pub fn head_only(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
     out.into_bytes()
 }
 
-pub fn html(body: &str) -> Reply {
+pub(crate) fn html(body: &str) -> Reply {
     response("200 OK", &[("Content-Type", "text/html; charset=utf-8")], body.as_bytes())
 }
 
-pub fn redirect(status: &str, location: &str) -> Reply {
+pub(crate) fn redirect(status: &str, location: &str) -> Reply {
     response(status, &[("Location", location)], b"")
 }
 
 /// One scripted answer of a [`Scripted`] resolver.
 #[derive(Debug, Clone)]
-pub enum Answer {
+pub(crate) enum Answer {
     Addresses(Vec<IpAddr>),
     NotFound,
     Hang,
 }
 
-pub fn addrs(list: &[&str]) -> Answer {
+pub(crate) fn addrs(list: &[&str]) -> Answer {
     Answer::Addresses(list.iter().map(|a| a.parse().unwrap()).collect())
 }
 
 /// A resolver that gives scripted answers in order (the last one repeats) and counts calls.
 #[derive(Debug, Default)]
-pub struct Scripted {
+pub(crate) struct Scripted {
     answers: Mutex<VecDeque<Answer>>,
-    pub calls: Mutex<Vec<String>>,
+    pub(crate) calls: Mutex<Vec<String>>,
 }
 
 impl Scripted {
-    pub fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
+    pub(crate) fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
         Arc::new(Self {
             answers: Mutex::new(answers.into_iter().collect()),
             calls: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
     }
 }
@@ -249,13 +249,13 @@ impl Resolver for Scripted {
 }
 
 /// A context whose `[net] allow` lists only the test server's address.
-pub fn context(dir: &tempfile::TempDir) -> ToolContext {
+pub(crate) fn context(dir: &tempfile::TempDir) -> ToolContext {
     ToolContext::new(dir.path())
         .unwrap()
         .with_net_policy(NetPolicy::with_allow([format!("{SERVER_IP}/32")]))
 }
 
-pub fn limits(deadline: Duration, body: usize) -> OutputLimits {
+pub(crate) fn limits(deadline: Duration, body: usize) -> OutputLimits {
     let mut limits = OutputLimits::default();
     limits.fetch_deadline = deadline;
     limits.fetch_body_bytes = body;
@@ -263,12 +263,12 @@ pub fn limits(deadline: Duration, body: usize) -> OutputLimits {
 }
 
 /// Calls `tool` with `url` and `format` in a context that allows the test server.
-pub async fn fetch_with(tool: &WebFetch, ctx: &ToolContext, url: &str, format: &str) -> ToolOutput {
+pub(crate) async fn fetch_with(tool: &WebFetch, ctx: &ToolContext, url: &str, format: &str) -> ToolOutput {
     tool.call(json!({"url": url, "format": format}), ctx).await
 }
 
 /// Calls a plain `webfetch` with the default format.
-pub async fn fetch(url: &str) -> ToolOutput {
+pub(crate) async fn fetch(url: &str) -> ToolOutput {
     let dir = tempfile::tempdir().unwrap();
     fetch_with(&WebFetch::new(), &context(&dir), url, "markdown").await
 }
