@@ -137,7 +137,7 @@ fn grep_cases() -> Vec<Case> {
             head: None,
         },
         Case {
-            name: "walk only",
+            name: "walk only (`include` matches no file)",
             args: json!({"pattern": "x", "include": "*.zzz", "max_matches": ALL}),
             theirs: rg(&["--glob", "*.zzz", "x"]),
             head: None,
@@ -189,7 +189,7 @@ fn glob_cases() -> Vec<Case> {
             head: None,
         },
         Case {
-            name: "`**/*.zzz`",
+            name: "`**/*.zzz` (no match: walk only)",
             args: json!({"pattern": "**/*.zzz"}),
             theirs: fd(&["--glob", "*.zzz"]),
             head: None,

@@ -174,7 +174,11 @@ fn count_unsafe_blocks(text: &str) -> Vec<usize> {
                 let before = rest[..at].chars().last();
                 let after = rest[at + "unsafe".len()..].trim_start();
                 let word_start = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                // Inside a string literal (an odd number of quotes before it) it is only text.
+                let offset = line.len() - rest.len() + at;
+                let in_string = line[..offset].matches('"').count() % 2 == 1;
                 if word_start
+                    && !in_string
                     && (after.starts_with('{')
                         || after.starts_with("fn ")
                         || after.starts_with("impl")
@@ -289,6 +293,7 @@ mod tests {
             ("#![forbid(unsafe_code)]", 0),
             ("let not_unsafe = 1; my_unsafe { }", 0),
             ("a\nunsafe {\nb\nunsafe{}", 2),
+            ("name: \"files mode `unsafe impl`\",", 0),
         ];
         for (text, expected) in cases {
             assert_eq!(count_unsafe_blocks(text).len(), expected, "{text}");

@@ -2,7 +2,11 @@
 //! a flood through the capture.
 //!
 //! `cargo bench -p vak-tool-bash --bench bash`
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmarks fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "benchmarks fail loudly"
+)]
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -44,9 +48,11 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn call(&self, command: &str) -> String {
-        let out = self
-            .rt
-            .block_on(self.registry.call("bash", json!({ "command": command }), &self.ctx));
+        let out = self.rt.block_on(self.registry.call(
+            "bash",
+            json!({ "command": command }),
+            &self.ctx,
+        ));
         assert!(!out.is_error, "{}", out.text_content());
         out.text_content()
     }
@@ -127,7 +133,11 @@ mod flood {
         let after = peak_rss_kib();
         eprintln!(
             "flood::tool_1gib: peak RSS {after} KiB (was {before} KiB before the flood{})",
-            if reset { "; peak reset first" } else { "; peak could not be reset" }
+            if reset {
+                "; peak reset first"
+            } else {
+                "; peak could not be reset"
+            }
         );
     }
 

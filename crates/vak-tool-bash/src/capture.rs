@@ -15,6 +15,8 @@ pub(crate) struct Capture {
     head_limit: usize,
     tail: VecDeque<u8>,
     tail_limit: usize,
+    /// The byte just before the tail, once bytes were dropped in between.
+    before_tail: Option<u8>,
     total_bytes: u64,
     total_newlines: u64,
     last_byte: Option<u8>,
@@ -37,6 +39,9 @@ pub(crate) struct Kept {
     pub(crate) dropped_lines: u64,
 }
 
+/// A cut that falls at most this many bytes into a line moves to the line's boundary.
+const LINE_SNAP: usize = 1024;
+
 fn count_newlines(bytes: &[u8]) -> u64 {
     // A plain filter-count; the compiler vectorises it, which beats one memchr call per match
     // on dense output such as `yes`.
@@ -53,6 +58,7 @@ impl Capture {
             head_limit,
             tail: VecDeque::new(),
             tail_limit,
+            before_tail: None,
             total_bytes: 0,
             total_newlines: 0,
             last_byte: None,
@@ -74,18 +80,30 @@ impl Capture {
             return;
         }
         if rest.len() >= self.tail_limit {
+            let cut = rest.len() - self.tail_limit;
+            let before = match cut {
+                0 => self.tail.back().or(self.head.last()).copied(),
+                _ => Some(rest[cut - 1]),
+            };
+            if cut > 0 || !self.tail.is_empty() {
+                self.before_tail = before;
+            }
             self.tail.clear();
-            self.tail
-                .extend(&rest[rest.len() - self.tail_limit..]);
+            self.tail.extend(&rest[cut..]);
         } else {
             let overflow = (self.tail.len() + rest.len()).saturating_sub(self.tail_limit);
+            if overflow > 0 {
+                self.before_tail = self.tail.get(overflow - 1).copied();
+            }
             self.tail.drain(..overflow);
             self.tail.extend(rest);
         }
     }
 
-    /// What was kept, with the head and tail cut on character boundaries when the middle was
-    /// dropped (a character split by the cut counts as dropped).
+    /// What was kept. When the middle was dropped, the head and tail are cut on character
+    /// boundaries (a character split by the cut counts as dropped) and, where the cut falls
+    /// less than [`LINE_SNAP`] bytes into a line, on line boundaries, so that a partial line
+    /// (`3` of `37`) is not mistaken for a whole one.
     pub(crate) fn kept(&self) -> Kept {
         let total_lines =
             self.total_newlines + u64::from(self.last_byte.is_some_and(|byte| byte != b'\n'));
@@ -104,8 +122,20 @@ impl Capture {
         }
         let mut head = self.head.clone();
         head.truncate(complete_prefix_len(&head));
+        if let Some(end) = head.iter().rposition(|&byte| byte == b'\n')
+            && head.len() - (end + 1) <= LINE_SNAP
+        {
+            head.truncate(end + 1);
+        }
         let tail_bytes: Vec<u8> = self.tail.iter().copied().collect();
-        let skip = continuation_prefix_len(&tail_bytes);
+        let mut skip = continuation_prefix_len(&tail_bytes);
+        if let Some(at) = tail_bytes.iter().position(|&byte| byte == b'\n')
+            && self.before_tail != Some(b'\n')
+            && at < LINE_SNAP
+            && at + 1 < tail_bytes.len()
+        {
+            skip = at + 1;
+        }
         let tail = tail_bytes[skip..].to_vec();
         let dropped_bytes = self.total_bytes - (head.len() + tail.len()) as u64;
         let dropped_lines = self.total_newlines - count_newlines(&head) - count_newlines(&tail);
@@ -197,8 +227,11 @@ mod tests {
         let pieces: Vec<&[u8]> = data.chunks(7).collect();
         let split = capture(100, &pieces);
         assert_eq!(whole, split);
-        assert_eq!(whole.tail, &data[data.len() - 50..]);
-        assert_eq!(whole.dropped_bytes, 9900);
+        // 50 bytes each, less the partial lines at the cuts.
+        assert_eq!(whole.head, &data[..48]);
+        assert_eq!(whole.tail, &data[data.len() - 48..]);
+        assert_eq!(whole.dropped_bytes, 9904);
+        assert_eq!(whole.dropped_lines, 2476);
     }
 
     #[test]
@@ -213,6 +246,34 @@ mod tests {
             kept.dropped_bytes,
             text.len() as u64 - (kept.head.len() + kept.tail.len()) as u64
         );
+    }
+
+    #[test]
+    fn short_partial_lines_at_the_cut_are_left_out() {
+        let data: Vec<u8> = (1..=200)
+            .flat_map(|n| format!("{n}\n").into_bytes())
+            .collect();
+        let kept = capture(200, &[&data]);
+        assert!(
+            kept.head.ends_with(b"\n36\n"),
+            "{:?}",
+            String::from_utf8_lossy(&kept.head)
+        );
+        assert!(
+            kept.tail.starts_with(b"176\n"),
+            "{:?}",
+            String::from_utf8_lossy(&kept.tail)
+        );
+        assert_eq!(kept.dropped_lines, 139);
+        assert_eq!(
+            kept.dropped_bytes,
+            (data.len() - kept.head.len() - kept.tail.len()) as u64
+        );
+        // A tail that is the end of one last line stays whole.
+        let mut long = vec![b'x'; 500];
+        long.push(b'\n');
+        let kept = capture(100, &[b"a\n", &long]);
+        assert_eq!(kept.tail.len(), 50);
     }
 
     #[test]

@@ -10,6 +10,12 @@ pub(crate) enum BashError {
     /// The command is empty.
     #[error("`command` is empty: pass the shell command line to run, such as `ls -la`")]
     EmptyCommand,
+    /// The command holds a NUL character, which no command line can carry.
+    #[error(
+        "`command` contains a NUL character, which a command line cannot carry: write it as \
+         `\\0` for printf, or `$'\\0'` in bash"
+    )]
+    NulInCommand,
     /// `timeout_ms` is out of range.
     #[error(
         "`timeout_ms` is {given}, but it must be between 1 and {max} (10 minutes). Pass a \

@@ -167,6 +167,9 @@ fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
     if args.command.trim().is_empty() {
         return Err(BashError::EmptyCommand);
     }
+    if args.command.contains('\0') {
+        return Err(BashError::NulInCommand);
+    }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
         return Err(BashError::Timeout {
@@ -211,7 +214,10 @@ mod tests {
         let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
         names.sort_unstable();
         assert_eq!(names, ["command", "cwd", "timeout_ms"]);
-        assert_eq!(spec.input_schema["required"], serde_json::json!(["command"]));
+        assert_eq!(
+            spec.input_schema["required"],
+            serde_json::json!(["command"])
+        );
         assert_eq!(spec.input_schema["additionalProperties"], false);
         assert_eq!(spec.capabilities, [Capability::Execute]);
     }

@@ -312,7 +312,10 @@ pub(crate) fn signal_name(number: i32) -> String {
     known
         .iter()
         .find(|(signal, _)| signal.as_raw() == number)
-        .map_or_else(|| format!("signal {number}"), |(_, name)| (*name).to_owned())
+        .map_or_else(
+            || format!("signal {number}"),
+            |(_, name)| (*name).to_owned(),
+        )
 }
 
 #[cfg(test)]

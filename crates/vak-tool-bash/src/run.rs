@@ -169,9 +169,10 @@ struct Stopped {
     survivors: Vec<Proc>,
 }
 
-/// Every process of the call seen while stopping it, with its command line.
+/// Every process of the call seen while stopping it: its command line, and whether it needed
+/// SIGKILL.
 #[derive(Debug, Default)]
-struct Seen(BTreeMap<Proc, String>);
+struct Seen(BTreeMap<Proc, (String, bool)>);
 
 impl Seen {
     /// Records `procs`, keeping the latest command line of each: one seen between `fork` and
@@ -179,19 +180,29 @@ impl Seen {
     fn note(&mut self, procs: &[Proc]) {
         for proc in procs {
             let line = cmdline(proc.pid);
-            let known = self.0.entry(*proc).or_default();
+            let (known, _) = self.0.entry(*proc).or_default();
             if known.is_empty() || !line.starts_with('[') {
                 *known = line;
             }
         }
     }
 
-    /// The processes to list: all but the shell itself.
-    fn listed(&self, shell: i32) -> Vec<(i32, String)> {
+    /// Marks `procs` as sent SIGKILL.
+    fn killed(&mut self, procs: &[Proc]) {
+        for proc in procs {
+            if let Some((_, killed)) = self.0.get_mut(proc) {
+                *killed = true;
+            }
+        }
+    }
+
+    /// The processes to list, all but the shell itself: pid, command line, whether SIGKILL was
+    /// needed.
+    fn listed(&self, shell: i32) -> Vec<(i32, String, bool)> {
         self.0
             .iter()
             .filter(|(proc, _)| proc.pid != shell)
-            .map(|(proc, line)| (proc.pid, line.clone()))
+            .map(|(proc, (line, killed))| (proc.pid, line.clone(), *killed))
             .collect()
     }
 }
@@ -261,6 +272,7 @@ async fn stop_tree(
             break;
         }
         seen.note(&alive);
+        seen.killed(&alive);
         tree.signal(&alive, Signal::KILL);
         streams.pump(tokio::time::sleep(POLL / 4)).await;
         alive = scan_settled(tree, streams).await;
@@ -348,9 +360,7 @@ impl Streams {
                 break;
             }
             if swept > 0 {
-                quiet
-                    .as_mut()
-                    .reset(deadline.min(Instant::now() + idle));
+                quiet.as_mut().reset(deadline.min(Instant::now() + idle));
             }
             match self.step(quiet.as_mut()).await {
                 Step::Done(()) => {
@@ -358,13 +368,9 @@ impl Streams {
                     if self.sweep(deadline) == 0 {
                         break;
                     }
-                    quiet
-                        .as_mut()
-                        .reset(deadline.min(Instant::now() + idle));
+                    quiet.as_mut().reset(deadline.min(Instant::now() + idle));
                 }
-                Step::Data => quiet
-                    .as_mut()
-                    .reset(deadline.min(Instant::now() + idle)),
+                Step::Data => quiet.as_mut().reset(deadline.min(Instant::now() + idle)),
                 Step::Closed => {}
             }
         }
@@ -446,7 +452,7 @@ fn settle<R, T>(
 struct Outcome {
     status: Status,
     stopped: Option<Stopped>,
-    listed: Vec<(i32, String)>,
+    listed: Vec<(i32, String, bool)>,
     stdout: Kept,
     stderr: Kept,
     grace: Duration,
@@ -487,14 +493,24 @@ fn render(outcome: &Outcome) -> ToolOutput {
     };
     if let Some(stopped) = &outcome.stopped {
         let count = outcome.listed.len();
+        let mixed = outcome.listed.iter().any(|(_, _, killed)| *killed)
+            && outcome.listed.iter().any(|(_, _, killed)| !killed);
         if count > 0 {
             if matches!(outcome.status, Status::Exited(_)) {
+                let how = if mixed {
+                    format!(
+                        "stopped with SIGTERM, and with SIGKILL after SIGTERM grace ({}) where \
+                         marked",
+                        human(outcome.grace)
+                    )
+                } else {
+                    stop_phrase(stopped).replacen("stopped by", "stopped with", 1)
+                };
                 let _ = writeln!(
                     text,
-                    "{} still running and {} {}:",
+                    "{} still running and {} {how}:",
                     plural(count, "background process was", "background processes were"),
                     if count == 1 { "was" } else { "were" },
-                    stop_phrase(stopped).replacen("stopped by", "stopped with", 1)
                 );
             } else {
                 let _ = writeln!(
@@ -504,8 +520,13 @@ fn render(outcome: &Outcome) -> ToolOutput {
                     if count == 1 { "was" } else { "were" },
                 );
             }
-            for (pid, line) in outcome.listed.iter().take(LIST_MAX) {
-                let _ = writeln!(text, "  pid {pid}: {line}");
+            for (pid, line, killed) in outcome.listed.iter().take(LIST_MAX) {
+                let mark = if *killed && mixed {
+                    " [needed SIGKILL]"
+                } else {
+                    ""
+                };
+                let _ = writeln!(text, "  pid {pid}: {line}{mark}");
             }
             if count > LIST_MAX {
                 let _ = writeln!(text, "  and {} more", count - LIST_MAX);

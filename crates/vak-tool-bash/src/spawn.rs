@@ -159,7 +159,10 @@ mod tests {
         assert_ne!(a, b);
         assert!(!a.contains(':'));
         assert_eq!(call_id_chain(None, "x"), OsString::from("x"));
-        assert_eq!(call_id_chain(Some(OsStr::new("")), "x"), OsString::from("x"));
+        assert_eq!(
+            call_id_chain(Some(OsStr::new("")), "x"),
+            OsString::from("x")
+        );
         assert_eq!(
             call_id_chain(Some(OsStr::new("outer")), "x"),
             OsString::from("outer:x")

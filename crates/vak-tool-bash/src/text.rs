@@ -166,7 +166,12 @@ mod tests {
             ("é€😀".as_bytes(), "é€😀"),
         ];
         for (input, expected) in cases {
-            assert_eq!(clean(input), *expected, "{:?}", String::from_utf8_lossy(input));
+            assert_eq!(
+                clean(input),
+                *expected,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 }

@@ -35,7 +35,10 @@ pub(crate) struct Tree {
 impl Tree {
     /// Takes charge of a freshly spawned shell.
     pub(crate) fn new(child: Child, call_id: String) -> Self {
-        let pid = child.id().and_then(|pid| i32::try_from(pid).ok()).unwrap_or(0);
+        let pid = child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .unwrap_or(0);
         let start = read_stat(pid).map_or(0, |stat| stat.start);
         let watch = Pid::from_raw(pid).map(watch_exit);
         Self {

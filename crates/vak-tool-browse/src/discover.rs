@@ -204,7 +204,10 @@ mod tests {
         let missing = dir.path().join("nothing-here");
         let error = find_browser(&search(Some(missing.as_os_str()), None, Some(path)));
         let text = error.unwrap_err().to_string();
-        assert!(text.contains("VAK_BROWSER") && text.contains("nothing-here"), "{text}");
+        assert!(
+            text.contains("VAK_BROWSER") && text.contains("nothing-here"),
+            "{text}"
+        );
 
         let not_executable = dir.path().join("plain");
         std::fs::write(&not_executable, "").unwrap();
@@ -243,9 +246,7 @@ mod tests {
     #[test]
     fn mac_bundles_under_home() {
         let home = tempfile::tempdir().unwrap();
-        let bundle = home
-            .path()
-            .join("Applications/Chromium.app/Contents/MacOS");
+        let bundle = home.path().join("Applications/Chromium.app/Contents/MacOS");
         std::fs::create_dir_all(&bundle).unwrap();
         let chromium = executable(&bundle, "Chromium");
         let mut search = search(None, None, None);

@@ -89,6 +89,12 @@ pub(crate) enum BrowseError {
         /// Whether the page was reached through a redirect.
         redirected: bool,
     },
+    /// The page's server could not be reached (the guard allowed it).
+    #[error("the page could not be reached: {reason}")]
+    Unreachable {
+        /// Why, in the guard's words.
+        reason: String,
+    },
     /// The browser reported a failed load.
     #[error(
         "the browser could not load the page: net::{code}{blocked}. Check the URL; if the site \

@@ -169,7 +169,7 @@ struct Page {
     final_url: Url,
     report: Report,
     captured: Captured,
-    at_deadline: bool,
+    accepted: outcome::Accepted,
 }
 
 async fn browse(
@@ -220,8 +220,8 @@ async fn browse(
     })
     .await?;
     let report = proxy.report();
-    let captured = Captured::read(&files.dom, &files.log, ctx.limits().fetch_body_bytes)
-        .unwrap_or_default();
+    let captured =
+        Captured::read(&files.dom, &files.log, ctx.limits().fetch_body_bytes).unwrap_or_default();
     let refusal_page = proxy.is_refusal_page(&captured.dom);
     drop(proxy);
     dir.remove().await;
@@ -242,7 +242,7 @@ async fn browse(
         final_url,
         report,
         captured,
-        at_deadline: accepted.at_deadline,
+        accepted,
     };
     render(page, args.format, deadline).await
 }
@@ -267,7 +267,7 @@ async fn render(page: Page, format: Format, deadline: Instant) -> Result<String,
         final_url,
         report,
         captured,
-        at_deadline,
+        accepted,
     } = page;
     let mut notes = Vec::new();
     if captured.cut {
@@ -277,7 +277,14 @@ async fn render(page: Page, format: Format, deadline: Instant) -> Result<String,
             captured.dom.len()
         ));
     }
-    if at_deadline {
+    if accepted.load_timed_out {
+        notes.push(
+            "the page had not finished loading when the browser printed it (some of its \
+             requests never completed)"
+                .into(),
+        );
+    }
+    if accepted.at_deadline {
         notes.push(
             "the browser had to be stopped at the deadline, after it had printed the page".into(),
         );
@@ -298,8 +305,13 @@ async fn render(page: Page, format: Format, deadline: Instant) -> Result<String,
             let left = deadline
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_secs(5));
-            match markdown::convert(captured.dom.clone(), final_url.clone(), Flavour::Markdown, left)
-                .await
+            match markdown::convert(
+                captured.dom.clone(),
+                final_url.clone(),
+                Flavour::Markdown,
+                left,
+            )
+            .await
             {
                 Ok(markdown) => markdown,
                 Err(error) => {
@@ -411,7 +423,10 @@ mod tests {
         assert_eq!(schema["required"], serde_json::json!(["url"]));
         assert_eq!(schema["additionalProperties"], false);
         for field in ["url", "format"] {
-            assert!(schema["properties"][field]["description"].is_string(), "{field}");
+            assert!(
+                schema["properties"][field]["description"].is_string(),
+                "{field}"
+            );
         }
     }
 }

@@ -5,6 +5,8 @@
 //! 1. A cancelled call is cancelled, whatever was printed.
 //! 2. The proxy's refusal of the main document is trusted over the DOM: a refused page renders
 //!    the proxy's `403` page and the browser still exits 0.
+//!    Likewise a main document that the guard allowed but could not reach is an error, not the
+//!    proxy's `502` page.
 //! 3. At a deadline kill, the output counts only when it ends with a closed `</html>`: the
 //!    browser had finished printing. (Only then: an SVG or XML document has no `</html>`, and a
 //!    browser that exited by itself printed all it had.)
@@ -90,6 +92,8 @@ fn read_end(path: &Path, most: u64) -> std::io::Result<String> {
 pub(crate) struct Accepted {
     /// The browser was killed at the deadline after it had printed the whole page.
     pub(crate) at_deadline: bool,
+    /// The browser printed the page at its `--timeout`, before the load had finished.
+    pub(crate) load_timed_out: bool,
 }
 
 /// Everything the verdict depends on.
@@ -123,21 +127,33 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
             redirected: false,
         });
     }
+    if let Some(reason) = &evidence.report.main_failed
+        && evidence.report.final_url.is_none()
+    {
+        return Err(BrowseError::Unreachable {
+            reason: reason.clone(),
+        });
+    }
     let has_dom = !captured.dom.trim().is_empty();
+    let load_timed_out = captured.log.contains("Page load timed out");
     match evidence.ending {
         Ending::Cancelled => Err(BrowseError::Cancelled),
         Ending::Deadline => {
             if has_dom && closes_html(&captured.tail) {
-                Ok(Accepted { at_deadline: true })
+                Ok(Accepted {
+                    at_deadline: true,
+                    load_timed_out,
+                })
             } else {
                 Err(BrowseError::Deadline {
                     deadline: evidence.deadline,
                 })
             }
         }
-        Ending::Exited(status) if status.success() && has_dom => {
-            Ok(Accepted { at_deadline: false })
-        }
+        Ending::Exited(status) if status.success() && has_dom => Ok(Accepted {
+            at_deadline: false,
+            load_timed_out,
+        }),
         Ending::Exited(status) => {
             if !has_dom && let Some(code) = load_failure(&captured.log) {
                 return Err(BrowseError::LoadFailed {
@@ -240,17 +256,59 @@ mod tests {
         let cases: &[Case<'_>] = &[
             (exited(0), full, "", false, false, Ok(false)),
             (exited(0), svg, "", false, false, Ok(false)),
-            (exited(0), "", failed, false, false, Err("net::ERR_NAME_NOT_RESOLVED")),
+            (
+                exited(0),
+                "",
+                failed,
+                false,
+                false,
+                Err("net::ERR_NAME_NOT_RESOLVED"),
+            ),
             (exited(0), "  \n", "", false, false, Err("exited normally")),
             (exited(1), full, "boom", false, false, Err("status 1")),
             (exited(0), full, "", true, false, Err("refused a redirect")),
             (exited(0), full, "", false, true, Err("refused the page")),
             (Ending::Deadline, full, "", false, false, Ok(true)),
-            (Ending::Deadline, "<html><body>x", "", false, false, Err("within 4 s")),
+            (
+                Ending::Deadline,
+                "<html><body>x",
+                "",
+                false,
+                false,
+                Err("within 4 s"),
+            ),
             (Ending::Deadline, svg, "", false, false, Err("within 4 s")),
             (Ending::Deadline, "", "", false, false, Err("within 4 s")),
             (Ending::Cancelled, full, "", true, false, Err("cancelled")),
         ];
+        let unreachable = Report {
+            main_failed: Some("could not connect: nobody listens".into()),
+            ..Report::default()
+        };
+        let captured = Captured {
+            dom: full.into(),
+            tail: full.into(),
+            ..Captured::default()
+        };
+        let evidence = |report| Evidence {
+            ending: exited(0),
+            captured: &captured,
+            report,
+            refusal_page: false,
+            deadline: Duration::from_secs(4),
+            browser: Path::new("chromium"),
+        };
+        let error = judge(&evidence(&unreachable)).unwrap_err().to_string();
+        assert!(
+            error.contains("could not be reached: could not connect"),
+            "{error}"
+        );
+        // Reached in the end (a retry): the page counts.
+        let reached = Report {
+            final_url: Some(url::Url::parse("http://example.com/").unwrap()),
+            ..unreachable.clone()
+        };
+        assert!(judge(&evidence(&reached)).is_ok());
         for (ending, dom, log, main_refused, refusal_page, expected) in cases {
             let captured = Captured {
                 dom: (*dom).into(),

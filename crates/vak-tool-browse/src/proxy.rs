@@ -90,6 +90,8 @@ pub(crate) struct Report {
     pub(crate) final_url: Option<Url>,
     /// The refusal of the main document, and whether it was reached by a redirect.
     pub(crate) main_refused: Option<(Blocked, bool)>,
+    /// Why the main document could not be reached (allowed, but no answer), if it could not.
+    pub(crate) main_failed: Option<String>,
 }
 
 #[derive(Default)]
@@ -189,6 +191,17 @@ impl State {
         response
     }
 
+    /// Records that an allowed request could not be completed; answers `502`.
+    fn fail(&self, reason: String, main: Option<usize>) -> Response<ProxyBody> {
+        if main.is_some() {
+            let mut record = self.lock();
+            if record.report.main_failed.is_none() {
+                record.report.main_failed = Some(reason.clone());
+            }
+        }
+        plain(StatusCode::BAD_GATEWAY, &reason)
+    }
+
     fn chain_position(&self, url: &Url) -> Option<usize> {
         self.lock().chain.iter().position(|link| link == url)
     }
@@ -263,7 +276,9 @@ async fn tunnel(state: Arc<State>, request: Request<Incoming>) -> Response<Proxy
             };
             return state.refuse(blocked, main);
         }
-        Err(DialError::Failed(reason)) => return plain(StatusCode::BAD_GATEWAY, &reason),
+        Err(DialError::Failed(reason)) => {
+            return state.fail(reason, state.tunnel_is_main(host, port));
+        }
     };
     let stop = state.stop.clone();
     tokio::spawn(async move {
@@ -326,12 +341,12 @@ async fn forward(state: Arc<State>, request: Request<Incoming>) -> Response<Prox
         }) => {
             return state.refuse(denied(rule, address, detail), main);
         }
-        Err(DialError::Failed(reason)) => return plain(StatusCode::BAD_GATEWAY, &reason),
+        Err(DialError::Failed(reason)) => return state.fail(reason, main),
     };
     let Ok((mut sender, connection)) =
         hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await
     else {
-        return plain(StatusCode::BAD_GATEWAY, "the upstream connection failed");
+        return state.fail("the connection to the server failed".into(), main);
     };
     let stop = state.stop.clone();
     tokio::spawn(async move {
@@ -354,7 +369,9 @@ async fn forward(state: Arc<State>, request: Request<Incoming>) -> Response<Prox
     };
     let response = match sender.send_request(Request::from_parts(parts, body)).await {
         Ok(response) => response,
-        Err(error) => return plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+        Err(error) => {
+            return state.fail(format!("the server did not answer ({error})"), main);
+        }
     };
     if main.is_some() {
         follow_main(&state, &url, &response);
@@ -495,7 +512,9 @@ mod tests {
                 tokio::spawn(async move {
                     let head = read_head(&mut stream).await;
                     let response = if head.starts_with("GET /away ") {
-                        format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n")
+                        format!(
+                            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+                        )
                     } else {
                         "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_owned()
                     };
@@ -553,7 +572,10 @@ mod tests {
         assert!(answer.ends_with("hello"), "{answer}");
         let head = heads.lock().unwrap()[0].clone();
         assert!(head.starts_with("GET /?q=1 HTTP/1.1\r\n"), "{head}");
-        assert!(head.to_lowercase().contains(&format!("host: {origin}\r\n")), "{head}");
+        assert!(
+            head.to_lowercase().contains(&format!("host: {origin}\r\n")),
+            "{head}"
+        );
         assert!(!head.to_lowercase().contains("proxy-connection"), "{head}");
         let report = proxy.report();
         assert!(report.blocked.is_empty());
@@ -567,7 +589,10 @@ mod tests {
         let (origin, _) = origin(String::new()).await;
         let proxy = proxy(&format!("http://{origin}/")).await;
         let cases = [
-            (get(&format!("http://{private_addr}/x")), format!("http://{private_addr}/x")),
+            (
+                get(&format!("http://{private_addr}/x")),
+                format!("http://{private_addr}/x"),
+            ),
             (
                 format!("CONNECT {private_addr} HTTP/1.1\r\nHost: {private_addr}\r\n\r\n"),
                 private_addr.to_string(),
@@ -576,7 +601,10 @@ mod tests {
                 get("http://169.254.169.254/latest/meta-data/"),
                 "http://169.254.169.254/latest/meta-data/".to_owned(),
             ),
-            (get("http://localhost:8080/"), "http://localhost:8080/".to_owned()),
+            (
+                get("http://localhost:8080/"),
+                "http://localhost:8080/".to_owned(),
+            ),
         ];
         for (request, _) in &cases {
             let answer = ask(&proxy, request).await;
@@ -588,7 +616,11 @@ mod tests {
         let expected: Vec<&str> = cases.iter().map(|(_, url)| url.as_str()).collect();
         assert_eq!(urls, expected);
         assert_eq!(report.blocked[0].address, Some(private_addr));
-        assert!(report.blocked[0].rule.contains("127.0.0.0/8"), "{:?}", report.blocked[0]);
+        assert!(
+            report.blocked[0].rule.contains("127.0.0.0/8"),
+            "{:?}",
+            report.blocked[0]
+        );
         assert!(report.main_refused.is_none());
         // Nothing reached the private listener.
         let accepted = tokio::time::timeout(Duration::from_millis(50), private.accept()).await;
@@ -608,7 +640,7 @@ mod tests {
             .write_all(b"GET /inside HTTP/1.1\r\nHost: x\r\n\r\n")
             .await
             .unwrap();
-        let mut answer = vec![0u8; 128];
+        let mut answer = [0u8; 128];
         let mut read = 0;
         while !answer[..read].ends_with(b"hello") {
             let n = stream.read(&mut answer[read..]).await.unwrap();

@@ -15,10 +15,12 @@
 //!   [`InMemoryCommitments`] (for embedders and tests) and the ledger implement it.
 //!   [`CommitmentsTool`] holds a path it opens as a view, or an `Arc<dyn CommitmentRead>`.
 //!
+//! The `vak-tools` facade calls [`register`] only when it is built with the `commitment`
+//! feature *and* the configuration says `[commitment] enabled = true`; the tool is then on the
+//! orientation floor, so every slice of the registry keeps it. Its capability is `ReadFs`.
+//!
 //! ```
-//! use vak_tool_commitments::{
-//!     Clock, CommitmentLedger, CommitmentsTool, Timestamp,
-//! };
+//! use vak_tool_commitments::CommitmentLedger;
 //! use vak_tool_core::{Registry, ToolContext};
 //!
 //! # fn main() {
@@ -80,7 +82,10 @@
 //!
 //! - **WAL and a busy timeout.** The ledger switches the file to write-ahead logging, so the
 //!   runtime writes while views read; each read is one transaction (a consistent snapshot)
-//!   and both handles wait up to five seconds for a lock before reporting the store busy.
+//!   and both handles wait up to five seconds for a lock before reporting the store busy. A
+//!   view never changes the database file; like any WAL reader it may leave SQLite's empty
+//!   `-wal` and `-shm` side files beside it, which go away when a ledger is the last connection
+//!   to close.
 //! - **Blocking work off the runtime.** SQLite calls are synchronous: the tool opens the view,
 //!   reads and renders inside `tokio::task::spawn_blocking`. It opens the file on each call,
 //!   which is cheap for SQLite and sees a store the runtime created after startup.

@@ -73,10 +73,10 @@ fn write_overview(
         .iter()
         .partition(|commitment| commitment.state.is_closed());
     let none = match filter {
-        StatusFilter::Open if active.is_empty() => Some("Nothing is open, blocked or waiting."),
-        StatusFilter::Blocked if active.is_empty() => Some("None is blocked."),
-        StatusFilter::Waiting if active.is_empty() => Some("None is waiting on a person."),
-        StatusFilter::Closed if closed.is_empty() => Some("None is closed yet."),
+        StatusFilter::Open if counts.active() == 0 => Some("Nothing is open, blocked or waiting."),
+        StatusFilter::Blocked if counts.blocked == 0 => Some("None is blocked."),
+        StatusFilter::Waiting if counts.waiting == 0 => Some("None is waiting on a person."),
+        StatusFilter::Closed if counts.closed == 0 => Some("None is closed yet."),
         _ => None,
     };
     if let Some(none) = none {
@@ -99,15 +99,15 @@ fn write_overview(
         for commitment in &closed {
             write_closed(out, commitment, now)?;
         }
-        let left_out = counts.closed.saturating_sub(closed.len());
-        if left_out > 0 {
-            notes.push(format!(
-                "Showing the {} most recently closed of {}; the {left_out} older ones are left \
-                 out (status \"all\" lists every one).",
-                closed.len(),
-                counts.closed
-            ));
-        }
+    }
+    let left_out = counts.closed.saturating_sub(closed.len());
+    if matches!(filter, StatusFilter::Closed | StatusFilter::All) && left_out > 0 {
+        notes.push(format!(
+            "Showing the {} most recently closed of {}; the {left_out} older ones are left out \
+             (status \"all\" lists every one).",
+            closed.len(),
+            counts.closed
+        ));
     }
     if filter == StatusFilter::Open && counts.closed > 0 {
         notes.push(format!(

@@ -190,21 +190,26 @@ impl CommitmentsTool {
             Ok(None) => Request::List(args.status.unwrap_or_default().into()),
             Err(error) => return error,
         };
-        let (reader, shown) = match &self.source {
-            Source::Reader(reader) => (Ok(Arc::clone(reader)), "the commitments store".into()),
+        let (source, shown) = match &self.source {
+            Source::Reader(reader) => (
+                Source::Reader(Arc::clone(reader)),
+                "the commitments store".to_owned(),
+            ),
             Source::Database(db) => {
                 let path = ctx.workspace().join(db);
-                (Err(path.clone()), ctx.display_path(&path))
+                let shown = ctx.display_path(&path);
+                (Source::Database(path), shown)
             }
         };
         let closed_limit = self.closed_limit;
         let now = self.clock.now();
-        let work = tokio::task::spawn_blocking(move || {
-            let reader: Arc<dyn CommitmentRead> = match reader {
-                Ok(reader) => reader,
-                Err(path) => Arc::new(CommitmentView::open(path)?),
-            };
-            answer(reader.as_ref(), request, closed_limit, now)
+        // SQLite is synchronous: open, read and render off the async workers.
+        let work = tokio::task::spawn_blocking(move || match source {
+            Source::Reader(reader) => answer(reader.as_ref(), request, closed_limit, now),
+            Source::Database(path) => {
+                let view = CommitmentView::open(path)?;
+                answer(&view, request, closed_limit, now)
+            }
         });
         tokio::select! {
             () = ctx.cancel().cancelled() => ToolOutput::error(

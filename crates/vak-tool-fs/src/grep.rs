@@ -570,7 +570,7 @@ fn search_tree(
             let mut next_index = 0;
             let mut batch = Vec::with_capacity(MAX_BATCH);
             let mut batch_size = 1;
-            walker.files_in_order(threads, stop, |path| {
+            walker.files_in_order(stop, |path| {
                 if let Some(include) = &query.include
                     && !include.allows(walker.root(), &path)
                 {
@@ -602,7 +602,9 @@ fn search_tree(
                     };
                     let Ok((first, paths)) = job else { return };
                     // Wait while this batch is too far ahead of the accounted results.
-                    let Ok(mut state) = progress.lock() else { return };
+                    let Ok(mut state) = progress.lock() else {
+                        return;
+                    };
                     while first > state.next + AHEAD && !stop.load(Ordering::Relaxed) {
                         state = match advanced.wait_timeout(state, Duration::from_millis(20)) {
                             Ok((state, _)) => state,
@@ -622,7 +624,9 @@ fn search_tree(
                         counted += query.results_in(&file);
                         found.push((path, file));
                     }
-                    let Ok(mut state) = progress.lock() else { return };
+                    let Ok(mut state) = progress.lock() else {
+                        return;
+                    };
                     state.early.insert(first, found);
                     // A batch cut short only ever follows the results that filled the cap.
                     loop {

@@ -270,7 +270,11 @@ fn text_of(tree: &Rc<Node>) -> String {
                         out.push('\n');
                         continue;
                     }
-                    let block = BLOCKS.contains(&tag) || matches!(tag, "td" | "th");
+                    if matches!(tag, "td" | "th") && !out.ends_with(['\n', '\t']) && !out.is_empty()
+                    {
+                        out.push('\t');
+                    }
+                    let block = BLOCKS.contains(&tag);
                     if block && !out.ends_with('\n') && !out.is_empty() {
                         out.push('\n');
                     }

@@ -14,15 +14,23 @@ pub(crate) const MAX_PARSE_DEPTH: usize = 512;
 
 const NOT_COUNTED: &[&str] = &[
     // void
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-    "track", "wbr", "param", "keygen", "frame", "basefont", "bgsound",
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr", "param", "keygen", "frame", "basefont", "bgsound",
     // optional end tags, or closed implicitly
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp",
-    "thead", "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "thead",
+    "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
 ];
 
 const RAW_TEXT: &[&str] = &[
-    "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
+    "script",
+    "style",
+    "textarea",
+    "title",
+    "xmp",
+    "iframe",
+    "noembed",
+    "noframes",
+    "noscript",
     "plaintext",
 ];
 
@@ -46,7 +54,11 @@ pub(crate) fn cap_depth(html: &str, max: usize) -> Cow<'_, str> {
             at = start + find(rest, b">").map_or(rest.len(), |end| end + 1);
             continue;
         }
-        let (closing, name_start) = if rest.starts_with(b"</") { (true, 2) } else { (false, 1) };
+        let (closing, name_start) = if rest.starts_with(b"</") {
+            (true, 2)
+        } else {
+            (false, 1)
+        };
         let name_len = rest[name_start..]
             .iter()
             .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-' || **b == b':')
@@ -128,7 +140,9 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
 }
 
 #[cfg(test)]

@@ -4,7 +4,11 @@
 //! Also the recall slices of the middle of the largest texts.
 //!
 //! `cargo bench -p vak-window --bench window`
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmarks fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "benchmarks fail loudly"
+)]
 
 use divan::counter::BytesCount;
 use divan::{AllocProfiler, Bencher, black_box};
@@ -64,7 +68,9 @@ fn window_one_line(bencher: Bencher<'_, '_>, size: usize) {
 #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
 fn bounded_short_lines(bencher: Bencher<'_, '_>, size: usize) {
     let text = short_lines(size);
-    bencher.counter(BytesCount::new(size)).bench(|| bounded(black_box(&text)));
+    bencher
+        .counter(BytesCount::new(size))
+        .bench(|| bounded(black_box(&text)));
 }
 
 /// The recall of 1000 lines from the middle: seeking to them is the cost.
@@ -81,4 +87,23 @@ fn recall_chars_middle(bencher: Bencher<'_, '_>, size: usize) {
     let text = one_line(size);
     let middle = text.chars().count() / 2;
     bencher.bench(|| chars(black_box(&text), middle, middle + 9_999).len());
+}
+
+/// The floor: counting the newlines of the whole text once (SIMD `bytecount`), nothing else.
+#[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+fn baseline_count_newlines(bencher: Bencher<'_, '_>, size: usize) {
+    let text = short_lines(size);
+    bencher
+        .counter(BytesCount::new(size))
+        .bench(|| bytecount::count(black_box(text.as_bytes()), b'\n'));
+}
+
+/// What a naive window pays before it cuts anything: the standard library's character count of
+/// the whole text and its line split.
+#[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+fn baseline_naive_chars_and_lines(bencher: Bencher<'_, '_>, size: usize) {
+    let text = short_lines(size);
+    bencher
+        .counter(BytesCount::new(size))
+        .bench(|| (black_box(&text).chars().count(), black_box(&text).lines().count()));
 }

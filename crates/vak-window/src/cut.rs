@@ -105,12 +105,24 @@ fn head_cut(text: &str, share: usize, even: usize) -> Cut {
     let whole = memchr::memrchr(b'\n', &bytes[..cut]).map_or(0, |at| at + 1);
     let whole_chars = count_chars(&bytes[..whole]);
     if whole_chars.saturating_mul(2) >= even {
-        return Cut { end: whole, start: 0, chars: whole_chars };
+        return Cut {
+            end: whole,
+            start: 0,
+            chars: whole_chars,
+        };
     }
     if cut > 0 && bytes[cut - 1] == b'\r' && bytes.get(cut) == Some(&b'\n') {
-        return Cut { end: cut - 1, start: 0, chars: share - 1 };
+        return Cut {
+            end: cut - 1,
+            start: 0,
+            chars: share - 1,
+        };
     }
-    Cut { end: cut, start: 0, chars: share }
+    Cut {
+        end: cut,
+        start: 0,
+        chars: share,
+    }
 }
 
 /// The tail of at most `share` characters, by the same rules as [`head_cut`] from the other
@@ -125,12 +137,24 @@ fn tail_cut(text: &str, share: usize, even: usize) -> Cut {
     };
     let whole_chars = count_chars(&bytes[whole..]);
     if whole_chars.saturating_mul(2) >= even {
-        return Cut { end: bytes.len(), start: whole, chars: whole_chars };
+        return Cut {
+            end: bytes.len(),
+            start: whole,
+            chars: whole_chars,
+        };
     }
     if cut > 0 && bytes[cut - 1] == b'\r' && bytes.get(cut) == Some(&b'\n') {
-        return Cut { end: bytes.len(), start: cut + 1, chars: share - 1 };
+        return Cut {
+            end: bytes.len(),
+            start: cut + 1,
+            chars: share - 1,
+        };
     }
-    Cut { end: bytes.len(), start: cut, chars: share }
+    Cut {
+        end: bytes.len(),
+        start: cut,
+        chars: share,
+    }
 }
 
 /// The window when the limit cannot hold a whole marker beside any text: the marker alone,

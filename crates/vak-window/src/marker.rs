@@ -8,7 +8,7 @@
 //! `bounded` leaves out the `; recall {…}` part. The numbers are plain decimal integers with
 //! no separators, so they can be copied straight into the call.
 
-use std::fmt::Write as _;
+use std::fmt;
 
 use crate::{MARKER_PREFIX, Recall};
 
@@ -43,11 +43,14 @@ pub(crate) const MARKER_SUFFIX: &str = " …]";
 
 /// Writes the marker line (without a line ending) onto `out`.
 pub(crate) fn write_marker(out: &mut String, omitted: &Omitted, recall: Option<&Recall<'_>>) {
-    write_with_human(out, omitted, recall, &human_size(omitted.bytes));
+    let count = omitted.last - omitted.first + 1;
+    // Writing into a `String` cannot fail.
+    let _ = write_parts(out, omitted, count, recall, &Human(omitted.bytes));
 }
 
 /// The most characters a marker can take for a text of `text_bytes` bytes: every number it
 /// holds is at most the text's byte length, and the human size is at most [`WIDEST_HUMAN`].
+/// Counted without allocating.
 pub(crate) fn marker_chars_bound(text_bytes: usize, recall: Option<&Recall<'_>>) -> usize {
     // Every number at its widest, even the count (which a real marker derives from the range),
     // "characters" (longer than "lines") and plurals (longer than singulars).
@@ -57,23 +60,34 @@ pub(crate) fn marker_chars_bound(text_bytes: usize, recall: Option<&Recall<'_>>)
         last: text_bytes,
         bytes: text_bytes.max(2),
     };
-    let mut out = String::new();
-    write_parts(&mut out, &widest, text_bytes.max(2), recall, WIDEST_HUMAN);
-    out.chars().count()
+    let mut counter = CharCounter(0);
+    let _ = write_parts(
+        &mut counter,
+        &widest,
+        text_bytes.max(2),
+        recall,
+        &WIDEST_HUMAN,
+    );
+    counter.0
 }
 
-fn write_with_human(out: &mut String, omitted: &Omitted, recall: Option<&Recall<'_>>, human: &str) {
-    let count = omitted.last - omitted.first + 1;
-    write_parts(out, omitted, count, recall, human);
+/// A `fmt::Write` sink that only counts the characters written to it.
+struct CharCounter(usize);
+
+impl fmt::Write for CharCounter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0 += s.chars().count();
+        Ok(())
+    }
 }
 
-fn write_parts(
-    out: &mut String,
+fn write_parts<W: fmt::Write>(
+    out: &mut W,
     omitted: &Omitted,
     count: usize,
     recall: Option<&Recall<'_>>,
-    human: &str,
-) {
+    human: &dyn fmt::Display,
+) -> fmt::Result {
     let Omitted {
         unit,
         first,
@@ -86,61 +100,68 @@ fn write_parts(
     };
     let noun = if count == 1 { one } else { many };
     let byte_noun = if bytes == 1 { "byte" } else { "bytes" };
-    out.push_str(MARKER_PREFIX);
-    // Writing into a `String` cannot fail.
-    let _ = write!(
+    write!(
         out,
-        "{range_word} {first}–{last} omitted ({count} {noun}, {bytes} {byte_noun}, {human})"
-    );
+        "{MARKER_PREFIX}{range_word} {first}–{last} omitted ({count} {noun}, {bytes} {byte_noun}, \
+         {human})"
+    )?;
     if let Some(recall) = recall {
-        out.push_str("; recall {\"call_id\": \"");
-        push_json_escaped(out, recall.call_id);
-        let _ = write!(out, "\", \"from_{key}\": {first}, \"to_{key}\": {last}}}");
+        out.write_str("; recall {\"call_id\": \"")?;
+        write_json_escaped(out, recall.call_id)?;
+        write!(out, "\", \"from_{key}\": {first}, \"to_{key}\": {last}}}")?;
     }
-    out.push_str(MARKER_SUFFIX);
+    out.write_str(MARKER_SUFFIX)
 }
 
-/// Appends `text` escaped as the inside of a JSON string, so that the recall call is valid JSON
+/// Writes `text` escaped as the inside of a JSON string, so that the recall call is valid JSON
 /// and stays on one line whatever the call id holds.
-fn push_json_escaped(out: &mut String, text: &str) {
+fn write_json_escaped<W: fmt::Write>(out: &mut W, text: &str) -> fmt::Result {
     for c in text.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+            '"' => out.write_str("\\\"")?,
+            '\\' => out.write_str("\\\\")?,
+            '\n' => out.write_str("\\n")?,
+            '\r' => out.write_str("\\r")?,
+            '\t' => out.write_str("\\t")?,
+            c if u32::from(c) < 0x20 => write!(out, "\\u{:04x}", u32::from(c))?,
+            c => out.write_char(c)?,
         }
     }
+    Ok(())
 }
 
 /// A size for people: `512 B`, `1.5 KiB`, `343.9 KiB`, `1.2 MiB`; one decimal, binary units,
 /// never more than ten characters.
-pub(crate) fn human_size(bytes: usize) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let bytes = bytes as u128;
-    let mut divisor: u128 = 1024;
-    for (i, unit) in UNITS.iter().enumerate() {
-        // Tenths of the unit, rounded half up.
-        let tenths = (bytes * 10 + divisor / 2) / divisor;
-        if tenths < 10 * 1024 || i == UNITS.len() - 1 {
-            return format!("{}.{} {unit}", tenths / 10, tenths % 10);
+struct Human(usize);
+
+impl fmt::Display for Human {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+        let bytes = self.0;
+        if bytes < 1024 {
+            return write!(f, "{bytes} B");
         }
-        divisor *= 1024;
+        let bytes = bytes as u128;
+        let mut divisor: u128 = 1024;
+        for (i, unit) in UNITS.iter().enumerate() {
+            // Tenths of the unit, rounded half up; a unit up when that would read 1024.0.
+            let tenths = (bytes * 10 + divisor / 2) / divisor;
+            if tenths < 10 * 1024 || i == UNITS.len() - 1 {
+                return write!(f, "{}.{} {unit}", tenths / 10, tenths % 10);
+            }
+            divisor *= 1024;
+        }
+        write!(f, "{bytes} B")
     }
-    format!("{bytes} B")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn human_size(bytes: usize) -> String {
+        Human(bytes).to_string()
+    }
 
     #[test]
     fn human_sizes() {
@@ -167,7 +188,10 @@ mod tests {
         while bytes < usize::MAX / 3 {
             for probe in [bytes - 1, bytes, bytes + bytes / 2, bytes * 2 - 1] {
                 let human = human_size(probe);
-                assert!(human.chars().count() <= WIDEST_HUMAN.chars().count(), "{human}");
+                assert!(
+                    human.chars().count() <= WIDEST_HUMAN.chars().count(),
+                    "{human}"
+                );
             }
             bytes *= 2;
         }
@@ -177,7 +201,12 @@ mod tests {
     #[test]
     fn markers_read_as_documented() {
         let mut out = String::new();
-        let omitted = Omitted { unit: Unit::Lines, first: 1201, last: 48800, bytes: 352_146 };
+        let omitted = Omitted {
+            unit: Unit::Lines,
+            first: 1201,
+            last: 48800,
+            bytes: 352_146,
+        };
         write_marker(&mut out, &omitted, Some(&Recall { call_id: "c7" }));
         assert_eq!(
             out,
@@ -185,16 +214,35 @@ mod tests {
              recall {\"call_id\": \"c7\", \"from_line\": 1201, \"to_line\": 48800} …]"
         );
         out.clear();
-        let omitted = Omitted { unit: Unit::Chars, first: 5, last: 5, bytes: 1 };
+        let omitted = Omitted {
+            unit: Unit::Chars,
+            first: 5,
+            last: 5,
+            bytes: 1,
+        };
         write_marker(&mut out, &omitted, None);
-        assert_eq!(out, "[… vak-window: characters 5–5 omitted (1 character, 1 byte, 1 B) …]");
+        assert_eq!(
+            out,
+            "[… vak-window: characters 5–5 omitted (1 character, 1 byte, 1 B) …]"
+        );
     }
 
     #[test]
     fn call_ids_are_json_escaped_onto_one_line() {
         let mut out = String::new();
-        let omitted = Omitted { unit: Unit::Chars, first: 1, last: 2, bytes: 2 };
-        write_marker(&mut out, &omitted, Some(&Recall { call_id: "a\"b\\c\nd\u{1}" }));
+        let omitted = Omitted {
+            unit: Unit::Chars,
+            first: 1,
+            last: 2,
+            bytes: 2,
+        };
+        write_marker(
+            &mut out,
+            &omitted,
+            Some(&Recall {
+                call_id: "a\"b\\c\nd\u{1}",
+            }),
+        );
         assert!(out.contains(r#""call_id": "a\"b\\c\nd\u0001""#), "{out}");
         assert!(!out.contains('\n'));
     }
@@ -207,7 +255,16 @@ mod tests {
             for unit in [Unit::Lines, Unit::Chars] {
                 for (first, last, bytes) in [(1, len, len), (len, len, len), (1, 1, 1)] {
                     let mut out = String::new();
-                    write_marker(&mut out, &Omitted { unit, first, last, bytes }, Some(&recall));
+                    write_marker(
+                        &mut out,
+                        &Omitted {
+                            unit,
+                            first,
+                            last,
+                            bytes,
+                        },
+                        Some(&recall),
+                    );
                     assert!(out.chars().count() <= bound, "{out}");
                 }
             }

@@ -106,7 +106,9 @@ mod tests {
 
     /// The same answers, the slow and obvious way.
     fn naive_char_offset(text: &str, index: usize) -> usize {
-        text.char_indices().nth(index).map_or(text.len(), |(at, _)| at)
+        text.char_indices()
+            .nth(index)
+            .map_or(text.len(), |(at, _)| at)
     }
 
     fn naive_from_end(text: &str, count: usize) -> usize {
@@ -128,9 +130,20 @@ mod tests {
             });
         }
         let total = text.chars().count();
-        for index in (0..total + 3).step_by(97).chain([0, 1, total - 1, total, total + 1]) {
-            assert_eq!(char_offset(&text, index), naive_char_offset(&text, index), "{index}");
-            assert_eq!(char_offset_from_end(&text, index), naive_from_end(&text, index), "{index}");
+        for index in (0..total + 3)
+            .step_by(97)
+            .chain([0, 1, total - 1, total, total + 1])
+        {
+            assert_eq!(
+                char_offset(&text, index),
+                naive_char_offset(&text, index),
+                "{index}"
+            );
+            assert_eq!(
+                char_offset_from_end(&text, index),
+                naive_from_end(&text, index),
+                "{index}"
+            );
         }
     }
 

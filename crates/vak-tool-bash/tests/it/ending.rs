@@ -26,13 +26,25 @@ async fn a_timeout_kills_the_grandchild_it_printed() {
     assert!(run.out.is_error);
     assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
     // bash runs the last `sleep 60` in place of itself: one other process is listed.
-    assert!(run.text.contains("1 process of the command was stopped:"), "{}", run.text);
+    assert!(
+        run.text.contains("1 process of the command was stopped:"),
+        "{}",
+        run.text
+    );
     assert!(run.text.contains("timeout_ms = 1000"), "{}", run.text);
     let stdout = section(&run.text, "stdout").unwrap();
     let pid: i32 = stdout.lines().nth(1).unwrap().parse().unwrap();
-    assert!(run.text.contains(&format!("pid {pid}: sleep 60")), "{}", run.text);
+    assert!(
+        run.text.contains(&format!("pid {pid}: sleep 60")),
+        "{}",
+        run.text
+    );
     assert!(pid_is_gone(pid), "pid {pid} still runs");
-    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < bound(Duration::from_secs(1)),
+        "{:?}",
+        run.elapsed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,7 +61,11 @@ async fn a_background_job_does_not_hold_the_call() {
         "{}",
         run.text
     );
-    assert!(run.text.contains(": sleep 30\n--- stdout ---\nhi"), "{}", run.text);
+    assert!(
+        run.text.contains(": sleep 30\n--- stdout ---\nhi"),
+        "{}",
+        run.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,7 +136,11 @@ async fn a_timeout_stops_a_setsid_escapee_within_the_bound() {
         .call(json!({"command": "setsid sleep 300 & sleep 300", "timeout_ms": 1000}))
         .await;
     assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
-    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < bound(Duration::from_secs(1)),
+        "{:?}",
+        run.elapsed
+    );
     // The setsid'd sleep is listed (the other is the shell itself, which bash replaced with
     // `sleep`); that neither is left running is checked after every call.
     assert!(run.text.contains("sleep 300\n"), "{}", run.text);
@@ -137,7 +157,11 @@ async fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace() {
         run.first_line(),
         "timed out after 1 s; killed by SIGKILL after SIGTERM grace (500 ms)"
     );
-    assert!(run.elapsed < bound(Duration::from_secs(1)), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < bound(Duration::from_secs(1)),
+        "{:?}",
+        run.elapsed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,6 +176,29 @@ async fn a_background_job_that_ignores_sigterm_is_killed_after_the_grace() {
             "1 background process was still running and was killed by SIGKILL after SIGTERM \
              grace (500 ms):\n  pid "
         ),
+        "{}",
+        run.text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listing_marks_the_processes_that_needed_sigkill() {
+    let setup = Setup::with_limits(quick_limits());
+    let run = setup
+        .command("sleep 31 > /dev/null & (trap '' TERM; sleep 32) > /dev/null & echo ok")
+        .await;
+    assert!(!run.out.is_error, "{}", run.text);
+    assert!(
+        run.text.contains(
+            "2 background processes were still running and were stopped with SIGTERM, and \
+             with SIGKILL after SIGTERM grace (500 ms) where marked:\n"
+        ),
+        "{}",
+        run.text
+    );
+    assert!(run.text.contains(": sleep 31\n"), "{}", run.text);
+    assert!(
+        run.text.contains(": sleep 32 [needed SIGKILL]\n"),
         "{}",
         run.text
     );
@@ -175,9 +222,21 @@ async fn cancellation_stops_the_command() {
     canceller.await.unwrap();
     crate::support::assert_no_leftovers(&setup.marker);
     assert!(run.out.is_error);
-    assert!(run.first_line().starts_with("cancelled after "), "{}", run.text);
-    assert!(run.first_line().ends_with("; stopped by SIGTERM"), "{}", run.text);
-    assert!(run.text.ends_with("--- stdout ---\nstarted"), "{}", run.text);
+    assert!(
+        run.first_line().starts_with("cancelled after "),
+        "{}",
+        run.text
+    );
+    assert!(
+        run.first_line().ends_with("; stopped by SIGTERM"),
+        "{}",
+        run.text
+    );
+    assert!(
+        run.text.ends_with("--- stdout ---\nstarted"),
+        "{}",
+        run.text
+    );
     assert!(run.elapsed < PROMPT, "{:?}", run.elapsed);
 }
 
@@ -227,7 +286,11 @@ async fn an_unfindable_escapee_cannot_hold_the_call_past_its_bound() {
 /// Sends SIGKILL to every process whose command line contains `needle`.
 fn kill_by_cmdline(needle: &str) {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -245,10 +308,12 @@ async fn a_call_cancelled_before_it_starts_runs_nothing() {
     parent.cancel();
     let ctx = setup.ctx.clone().with_parent_cancel(&parent);
     let marker_file = setup.dir.path().join("ran");
-    let run = setup
-        .call_in(json!({"command": "touch ran"}), &ctx)
-        .await;
+    let run = setup.call_in(json!({"command": "touch ran"}), &ctx).await;
     assert!(run.out.is_error);
-    assert!(run.text.starts_with("cancelled before the command started"), "{}", run.text);
+    assert!(
+        run.text.starts_with("cancelled before the command started"),
+        "{}",
+        run.text
+    );
     assert!(!marker_file.exists());
 }

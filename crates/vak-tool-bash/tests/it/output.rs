@@ -15,7 +15,11 @@ const CASES: &[(&str, &str, bool)] = &[
     ("true", "exit code: 0\n(no output)", false),
     // grep's "no match": shown plainly, still an error result.
     ("echo abc | grep -q xyz", "exit code: 1\n(no output)", true),
-    ("echo only-err >&2", "exit code: 0\n--- stderr ---\nonly-err", false),
+    (
+        "echo only-err >&2",
+        "exit code: 0\n--- stderr ---\nonly-err",
+        false,
+    ),
     (
         "kill -KILL $$",
         "killed by SIGKILL (signal 9)\n(no output)",
@@ -103,7 +107,11 @@ async fn a_flood_keeps_head_and_tail_and_counts_the_rest() {
     let setup = Setup::new();
     let run = setup.command("yes | head -c 50000000").await;
     assert!(!run.out.is_error, "{}", run.first_line());
-    assert!(run.text.len() <= 2 * 1024 * 1024, "{} bytes", run.text.len());
+    assert!(
+        run.text.len() <= 2 * 1024 * 1024,
+        "{} bytes",
+        run.text.len()
+    );
     let stdout = section(&run.text, "stdout").unwrap();
     let (total, dropped, dropped_lines) = capped_counts(stdout);
     assert_eq!(total, 50_000_000);
@@ -112,7 +120,9 @@ async fn a_flood_keeps_head_and_tail_and_counts_the_rest() {
     let shown = stdout.lines().filter(|line| *line == "y").count() as u64;
     assert_eq!(shown + dropped_lines, 25_000_000);
     assert_eq!(shown * 2 + dropped, 50_000_000);
-    assert!(stdout.contains(&format!("[... {dropped} bytes ({dropped_lines} lines) left out ...]")));
+    assert!(stdout.contains(&format!(
+        "[... {dropped} bytes ({dropped_lines} lines) left out ...]"
+    )));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

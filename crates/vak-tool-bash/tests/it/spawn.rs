@@ -92,8 +92,14 @@ async fn a_missing_or_unusable_shell_is_a_clear_error() {
     let not_executable = setup.dir.path().join("not-a-shell");
     std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
     let cases = [
-        (setup.ctx.clone().with_shell("/nonexistent/bash"), "cannot be found"),
-        (setup.ctx.clone().with_shell(&not_executable), "not an executable file"),
+        (
+            setup.ctx.clone().with_shell("/nonexistent/bash"),
+            "cannot be found",
+        ),
+        (
+            setup.ctx.clone().with_shell(&not_executable),
+            "not an executable file",
+        ),
         (setup.ctx.clone().with_shell("/"), "not an executable file"),
     ];
     for (ctx, says) in cases {
@@ -110,7 +116,11 @@ async fn arguments_are_checked() {
     let cases = [
         (json!({"command": ""}), "`command` is empty"),
         (json!({"command": "  \n"}), "`command` is empty"),
-        (json!({"command": "true", "timeout_ms": 0}), "between 1 and 600000"),
+        (json!({"command": "echo a\u{0}b"}), "NUL character"),
+        (
+            json!({"command": "true", "timeout_ms": 0}),
+            "between 1 and 600000",
+        ),
         (
             json!({"command": "true", "timeout_ms": 600_001}),
             "between 1 and 600000",

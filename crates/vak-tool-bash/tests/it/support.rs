@@ -110,9 +110,11 @@ pub(crate) fn carrying(marker: &str) -> Vec<(i32, String)> {
             continue;
         };
         let tagged = environ.split(|&b| b == 0).any(|entry| {
-            entry
-                .strip_prefix(b"VAK_CALL_ID=")
-                .is_some_and(|value| value.split(|&b| b == b':').any(|id| id == marker.as_bytes()))
+            entry.strip_prefix(b"VAK_CALL_ID=").is_some_and(|value| {
+                value
+                    .split(|&b| b == b':')
+                    .any(|id| id == marker.as_bytes())
+            })
         });
         if tagged {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

@@ -28,10 +28,16 @@ fn installed_browser() -> Option<PathBuf> {
         return Some(PathBuf::from(browser));
     }
     let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome-stable", "google-chrome", "microsoft-edge"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
+    [
+        "chromium",
+        "chromium-browser",
+        "google-chrome-stable",
+        "google-chrome",
+        "microsoft-edge",
+    ]
+    .iter()
+    .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+    .find(|candidate| candidate.is_file())
 }
 
 /// The browser, or `None` after saying the test did not run. With `CI` set, a missing browser
@@ -109,17 +115,22 @@ impl Setup {
 }
 
 fn html(body: &str) -> Reply {
-    Reply::Body("text/html; charset=utf-8", format!("<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>"))
+    Reply::Body(
+        "text/html; charset=utf-8",
+        format!("<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>"),
+    )
 }
 
 fn ok_text(output: &ToolOutput) -> String {
     let text = output.text_content();
+    eprintln!("=====\n{text}");
     assert!(!output.is_error, "{text}");
     text
 }
 
 fn error_text(output: &ToolOutput) -> String {
     let text = output.text_content();
+    eprintln!("=====\n{text}");
     assert!(output.is_error, "expected an error, got: {text}");
     text
 }
@@ -139,22 +150,34 @@ async fn scripts_and_timers_run_in_both_formats() {
     let setup = setup(Some(&browser), Duration::from_secs(20));
 
     let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
-    assert!(text.starts_with(&format!("URL: {}\n", server.url("/"))), "{text}");
+    assert!(
+        text.starts_with(&format!("URL: {}\n", server.url("/"))),
+        "{text}"
+    );
     assert!(text.contains("Blocked requests: none"), "{text}");
     assert!(text.contains("# Built by script"), "{text}");
     assert!(
         text.contains(&format!("[after a timer]({})", server.url("/next"))),
         "{text}"
     );
-    assert!(!text.contains("static") && !text.contains("<script"), "{text}");
+    assert!(
+        !text.contains("static") && !text.contains("<script"),
+        "{text}"
+    );
 
     let text = ok_text(
         &setup
             .browse(json!({"url": server.url("/"), "format": "html"}))
             .await,
     );
-    assert!(text.contains("<h1 id=\"title\">Built by script</h1>"), "{text}");
-    assert!(text.contains("<a href=\"/next\">after a timer</a>"), "{text}");
+    assert!(
+        text.contains("<h1 id=\"title\">Built by script</h1>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<a href=\"/next\">after a timer</a>"),
+        "{text}"
+    );
     assert!(text.contains("</html>"), "{text}");
     setup.assert_nothing_left();
 }
@@ -192,7 +215,10 @@ async fn every_request_of_the_page_is_screened() {
     ] {
         assert!(header.contains(&blocked), "{blocked} not listed: {header}");
     }
-    assert!(header.contains("169.254.0.0/16") || header.contains("metadata"), "{header}");
+    assert!(
+        header.contains("169.254.0.0/16") || header.contains("metadata"),
+        "{header}"
+    );
     assert_eq!(fetched.connections(), 0, "the fetch() target was reached");
     assert_eq!(socket.connections(), 0, "the WebSocket target was reached");
     setup.assert_nothing_left();
@@ -207,16 +233,52 @@ async fn a_redirect_to_a_private_address_is_the_proxys_refusal() {
     let private = Counter::start(LOOPBACK).await;
     let server = Server::start(
         TEST_HOST,
-        vec![("/go", Reply::Redirect(format!("http://{}/admin", private.addr)))],
+        vec![(
+            "/go",
+            Reply::Redirect(format!("http://{}/admin", private.addr)),
+        )],
     )
     .await;
     let setup = setup(Some(&browser), Duration::from_secs(20));
     let text = error_text(&setup.browse(json!({"url": server.url("/go")})).await);
     assert!(text.contains("refused a redirect of the page"), "{text}");
-    assert!(text.contains(&format!("http://{}/admin", private.addr)), "{text}");
+    assert!(
+        text.contains(&format!("http://{}/admin", private.addr)),
+        "{text}"
+    );
     assert!(text.contains("127.0.0.0/8"), "{text}");
     assert_eq!(server.hits("/go"), 1);
     assert_eq!(private.connections(), 0);
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn failed_loads_are_errors_not_pages() {
+    let Some(browser) = browser_or_skip("failed_loads_are_errors_not_pages") else {
+        return;
+    };
+    // An https URL whose server hangs up at once: the tunnel opens, TLS fails in the browser,
+    // which prints no DOM and logs `Page load failed: net::ERR_…`.
+    let hangs_up = server::closer(TEST_HOST).await;
+    // A port nobody listens on: the guard allows the address but cannot connect.
+    let closed = {
+        let listener = std::net::TcpListener::bind((TEST_HOST, 0)).unwrap();
+        listener.local_addr().unwrap()
+    };
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    let url = format!("https://{hangs_up}/");
+    let text = error_text(&setup.browse(json!({"url": url})).await);
+    assert!(
+        text.contains("the browser could not load the page: net::ERR_"),
+        "{text}"
+    );
+    let text = error_text(
+        &setup
+            .browse(json!({"url": format!("http://{closed}/")}))
+            .await,
+    );
+    assert!(text.contains("the page could not be reached"), "{text}");
+    assert!(text.contains(&closed.to_string()), "{text}");
     setup.assert_nothing_left();
 }
 
@@ -233,11 +295,14 @@ async fn a_hanging_subresource_does_not_hold_the_page() {
         ],
     )
     .await;
-    let setup = setup(Some(&browser), Duration::from_secs(8));
+    // --timeout is then 8 s, leaving the browser 4 s to start and print.
+    let setup = setup(Some(&browser), Duration::from_secs(12));
     let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
     assert!(text.contains("main text"), "{text}");
-    // The browser printed the page by itself (its --timeout), before the deadline kill.
+    // The browser printed the page by itself (its --timeout), before the deadline kill, and
+    // the result says the page had not finished loading.
     assert!(!text.contains("stopped at the deadline"), "{text}");
+    assert!(text.contains("had not finished loading"), "{text}");
     assert_eq!(server.hits("/slow.png"), 1);
     setup.assert_nothing_left();
 }
@@ -255,7 +320,10 @@ async fn a_page_that_never_finishes_is_killed_at_the_deadline() {
     .await;
     let setup = setup(Some(&browser), Duration::from_secs(4));
     let text = error_text(&setup.browse(json!({"url": server.url("/")})).await);
-    assert!(text.contains("did not finish rendering within 4 s"), "{text}");
+    assert!(
+        text.contains("did not finish rendering within 4 s"),
+        "{text}"
+    );
     setup.assert_nothing_left();
 }
 
@@ -273,7 +341,9 @@ async fn cancellation_mid_load_stops_the_browser() {
         async move {
             let mut registry = Registry::new();
             vak_tool_browse::register(&mut registry, None);
-            registry.call("browse", json!({"url": url}), &registry_ctx).await
+            registry
+                .call("browse", json!({"url": url}), &registry_ctx)
+                .await
         }
     };
     let call = tokio::spawn(call);
@@ -300,7 +370,10 @@ async fn plain_text_and_svg_come_back() {
     let server = Server::start(
         TEST_HOST,
         vec![
-            ("/notes.txt", Reply::Body("text/plain", "line one <b>\nline two\n".into())),
+            (
+                "/notes.txt",
+                Reply::Body("text/plain", "line one <b>\nline two\n".into()),
+            ),
             (
                 "/logo.svg",
                 Reply::Body(
@@ -315,9 +388,15 @@ async fn plain_text_and_svg_come_back() {
     .await;
     let setup = setup(Some(&browser), Duration::from_secs(20));
     let text = ok_text(&setup.browse(json!({"url": server.url("/notes.txt")})).await);
-    assert!(text.contains("line one <b>") && text.contains("line two"), "{text}");
+    assert!(
+        text.contains("line one <b>") && text.contains("line two"),
+        "{text}"
+    );
     let text = ok_text(&setup.browse(json!({"url": server.url("/logo.svg")})).await);
-    assert!(text.contains("<svg") && text.contains("svg words</text></svg>"), "{text}");
+    assert!(
+        text.contains("<svg") && text.contains("svg words</text></svg>"),
+        "{text}"
+    );
     assert!(text.contains("not HTML"), "{text}");
     setup.assert_nothing_left();
 }
@@ -347,7 +426,10 @@ async fn targets_the_guard_refuses_never_start_the_browser() {
     ];
     for (url, why) in cases {
         let text = error_text(&setup.browse(json!({"url": url})).await);
-        assert!(text.contains("the browser was not started"), "{url}: {text}");
+        assert!(
+            text.contains("the browser was not started"),
+            "{url}: {text}"
+        );
         assert!(text.contains(why), "{url}: {text}");
     }
     assert!(!mark.exists(), "the browser was started");
@@ -363,7 +445,10 @@ async fn without_a_browser_the_call_fails_and_says_what_to_do() {
     // The guard accepts the target (no server needed: nothing is dialled before launch).
     let url_ok = "http://127.0.0.2:8081/";
     let text = error_text(&setup_missing.browse(json!({"url": url_ok})).await);
-    assert!(text.contains("VAK_BROWSER names `/nonexistent/vak-no-browser`"), "{text}");
+    assert!(
+        text.contains("VAK_BROWSER names `/nonexistent/vak-no-browser`"),
+        "{text}"
+    );
 
     // Nothing configured and nothing on PATH.
     let empty = tempfile::tempdir().unwrap();
@@ -375,15 +460,27 @@ async fn without_a_browser_the_call_fails_and_says_what_to_do() {
     let mut registry = Registry::new();
     vak_tool_browse::register(&mut registry, None);
     let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
-    assert!(text.contains("no Chrome-family browser was found"), "{text}");
-    assert!(text.contains("apt install chromium") && text.contains("set VAK_BROWSER"), "{text}");
+    assert!(
+        text.contains("no Chrome-family browser was found"),
+        "{text}"
+    );
+    assert!(
+        text.contains("apt install chromium") && text.contains("set VAK_BROWSER"),
+        "{text}"
+    );
     assert!(text.contains("never falls back"), "{text}");
 
     // A configured browser is used when VAK_BROWSER is not set, and reported when missing.
     let mut registry = Registry::new();
-    vak_tool_browse::register(&mut registry, Some(PathBuf::from("/nonexistent/configured")));
+    vak_tool_browse::register(
+        &mut registry,
+        Some(PathBuf::from("/nonexistent/configured")),
+    );
     let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
-    assert!(text.contains("[browse] browser names `/nonexistent/configured`"), "{text}");
+    assert!(
+        text.contains("[browse] browser names `/nonexistent/configured`"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -391,7 +488,10 @@ async fn arguments_are_checked() {
     let setup = setup(None, Duration::from_secs(20));
     for (args, field) in [
         (json!({}), "`url`"),
-        (json!({"url": "https://example.com", "format": "pdf"}), "`format`"),
+        (
+            json!({"url": "https://example.com", "format": "pdf"}),
+            "`format`",
+        ),
         (json!({"url": "https://example.com", "extra": 1}), "`extra`"),
     ] {
         let text = error_text(&setup.browse(args.clone()).await);

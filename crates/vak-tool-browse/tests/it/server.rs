@@ -94,9 +94,9 @@ async fn serve(
                 "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             ),
-            Reply::Redirect(location) => format!(
-                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
-            ),
+            Reply::Redirect(location) => {
+                format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n")
+            }
             Reply::Hang => {
                 std::future::pending::<()>().await;
                 return;
@@ -133,4 +133,16 @@ impl Counter {
     pub(crate) fn connections(&self) -> usize {
         self.count.load(Ordering::SeqCst)
     }
+}
+
+/// A listener that closes every connection at once.
+pub(crate) async fn closer(ip: IpAddr) -> SocketAddr {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+        }
+    });
+    addr
 }

@@ -42,17 +42,19 @@ fn the_view_sees_what_the_ledger_writes_while_it_keeps_writing() {
             }
         });
         let mut last = 0;
-        let mut reads = 0;
-        while !writer.is_finished() {
+        loop {
+            let finished = writer.is_finished();
             let overview = view.overview(StatusFilter::All, None).unwrap();
             let total = overview.counts.total();
             assert!(total >= last, "the count went back from {last} to {total}");
-            assert_eq!(overview.commitments.len(), total);
+            assert_eq!(overview.commitments.len(), total, "one snapshot");
             last = total;
-            reads += 1;
+            if finished {
+                break;
+            }
         }
         writer.join().unwrap();
-        assert!(reads > 0);
+        assert_eq!(last, WRITES + 1, "the last read came after the last write");
     });
     let overview = view.overview(StatusFilter::All, None).unwrap();
     assert_eq!(overview.counts.total(), WRITES + 1);
@@ -184,4 +186,26 @@ fn a_folder_is_not_a_store() {
     let dir = tempfile::tempdir().unwrap();
     let error = CommitmentView::open(dir.path()).unwrap_err();
     assert!(error.to_string().contains("folder"), "{error}");
+}
+
+#[test]
+fn reading_never_changes_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
+    crate::fixture::populate(&path);
+    let before = std::fs::read(&path).unwrap();
+    let view = CommitmentView::open(&path).unwrap();
+    for filter in [StatusFilter::Open, StatusFilter::Closed, StatusFilter::All] {
+        view.overview(filter, Some(1)).unwrap();
+    }
+    view.commitment(vak_tool_commitments::CommitmentId(3))
+        .unwrap()
+        .unwrap();
+    drop(view);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // What a WAL reader may leave beside it: SQLite's side files, with no data in the log.
+    let wal = dir.path().join("c.db-wal");
+    if wal.exists() {
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+    }
 }

@@ -186,6 +186,83 @@ fn common_lines(a: &str, b: &str) -> (usize, usize) {
     (prefix, suffix)
 }
 
+/// The whole lines that `old_text` and `new_text` share at their start and at their end. The
+/// matched text keeps its own bytes for those lines, so a line that the edit does not change
+/// keeps its curly quotes, trailing whitespace or line ending even when a looser level matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shared {
+    /// Bytes of the shared lines at the start.
+    head_bytes: usize,
+    /// How many lines they are.
+    head_lines: usize,
+    /// Bytes of the shared lines at the end (they start right after a newline in both texts).
+    tail_bytes: usize,
+    /// Newlines inside those bytes.
+    tail_newlines: usize,
+}
+
+impl Shared {
+    fn of(old: &str, new: &str) -> Self {
+        let (o, n) = (old.as_bytes(), new.as_bytes());
+        let raw_head = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+        let head_bytes = memchr::memrchr(b'\n', &o[..raw_head]).map_or(0, |i| i + 1);
+        let room = o.len().min(n.len()) - head_bytes;
+        let mut tail = o
+            .iter()
+            .rev()
+            .zip(n.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(room);
+        while tail > 0 {
+            let (oi, ni) = (o.len() - tail, n.len() - tail);
+            if oi > 0 && ni > 0 && o[oi - 1] == b'\n' && n[ni - 1] == b'\n' {
+                break;
+            }
+            tail = memchr::memchr(b'\n', &o[oi..]).map_or(0, |i| tail - i - 1);
+        }
+        Self {
+            head_bytes,
+            head_lines: memchr::memchr_iter(b'\n', &o[..head_bytes]).count(),
+            tail_bytes: tail,
+            tail_newlines: memchr::memchr_iter(b'\n', &o[o.len() - tail..]).count(),
+        }
+    }
+
+    /// The part of the match `start..end` of `text` to replace, and the part of `new` to put
+    /// there. Lines correspond one to one at every level, so the shared lines are found by
+    /// counting newlines; if they cannot be found the whole match is replaced.
+    fn trim<'n>(
+        self,
+        text: &str,
+        start: usize,
+        end: usize,
+        new: &'n str,
+    ) -> (usize, usize, &'n str) {
+        let span = &text.as_bytes()[start..end];
+        let head = match self.head_lines {
+            0 => Some(0),
+            lines => memchr::memchr_iter(b'\n', span)
+                .nth(lines - 1)
+                .map(|i| i + 1),
+        };
+        let tail = match self.tail_bytes {
+            0 => Some(span.len()),
+            _ => memchr::memrchr_iter(b'\n', span)
+                .nth(self.tail_newlines)
+                .map(|i| i + 1),
+        };
+        match (head, tail) {
+            (Some(head), Some(tail)) if head <= tail => (
+                start + head,
+                start + tail,
+                &new[self.head_bytes..new.len() - self.tail_bytes],
+            ),
+            _ => (start, end, new),
+        }
+    }
+}
+
 /// The edits of one call, applied one after another to a running text.
 pub(crate) struct Session<'a> {
     original: &'a str,
@@ -288,7 +365,7 @@ impl<'a> Session<'a> {
                     places,
                 })
             }
-            Search::Found(level, spans) => self.splice(level, &spans, &new, notes),
+            Search::Found(level, spans) => self.splice(level, &spans, &old, &new, notes),
         }
     }
 
@@ -297,33 +374,35 @@ impl<'a> Session<'a> {
         &mut self,
         level: Level,
         spans: &[(usize, usize)],
+        old: &str,
         new: &str,
         mut notes: Vec<String>,
     ) -> Result<Applied, EditFailure> {
         let text = &self.text;
         let bytes = text.as_bytes();
+        let mut counter = LineCounter::new(text);
+        let places: Vec<(usize, usize)> = spans.iter().map(|&(s, e)| counter.span(s, e)).collect();
+        let shared = Shared::of(old, new);
         // A span never splits a CRLF: one that starts at its `\n` takes the `\r` too, one that
         // ends after its `\r` leaves the `\r` out (and the replacement's trailing `\r` too).
         let splits =
             |at: usize| at > 0 && at < bytes.len() && bytes[at - 1] == b'\r' && bytes[at] == b'\n';
-        let spans: Vec<(usize, usize, bool)> = spans
-            .iter()
-            .map(|&(start, end)| {
-                let start = if splits(start) { start - 1 } else { start };
-                if end > start && splits(end) {
-                    (start, end - 1, true)
-                } else {
-                    (start, end, false)
-                }
-            })
-            .collect();
         let mut replacements: Vec<Cow<'_, str>> = Vec::with_capacity(spans.len());
-        for &(start, end, cut_cr) in &spans {
-            let new = match new.strip_suffix('\r') {
-                Some(shorter) if cut_cr => shorter,
-                _ => new,
+        let mut effective: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for &(matched_start, matched_end) in spans {
+            // Lines that new_text leaves as old_text had them keep the file's own bytes.
+            let (start, end, new) = shared.trim(text, matched_start, matched_end, new);
+            let start = if splits(start) { start - 1 } else { start };
+            let (end, new) = if end > start && splits(end) {
+                (end - 1, new.strip_suffix('\r').unwrap_or(new))
+            } else {
+                (end, new)
             };
-            let (crlf, lf) = count_endings(&text[start..end]);
+            effective.push((start, end));
+            // The endings around the match decide the endings of the inserted lines.
+            let around = matched_start.min(start);
+            let around = if splits(around) { around - 1 } else { around };
+            let (crlf, lf) = count_endings(&text[around..matched_end.max(end)]);
             let eol = match crlf.cmp(&lf) {
                 std::cmp::Ordering::Greater => Some(Eol::Crlf),
                 std::cmp::Ordering::Less => Some(Eol::Lf),
@@ -364,25 +443,23 @@ impl<'a> Session<'a> {
             }
             replacements.push(replacement);
         }
-        let mut counter = LineCounter::new(text);
-        let places: Vec<(usize, usize)> =
-            spans.iter().map(|&(s, e, _)| counter.span(s, e)).collect();
+        let spans = effective;
         let unchanged = spans
             .iter()
             .zip(&replacements)
-            .all(|(&(s, e, _), replacement)| text[s..e] == **replacement);
+            .all(|(&(s, e), replacement)| text[s..e] == **replacement);
         if unchanged {
             return Err(EditFailure::NoChange {
                 level,
                 lines: places.first().copied().unwrap_or((1, 1)),
             });
         }
-        let removed: usize = spans.iter().map(|&(s, e, _)| e - s).sum();
+        let removed: usize = spans.iter().map(|&(s, e)| e - s).sum();
         let added: usize = replacements.iter().map(|r| r.len()).sum();
         let mut out = String::with_capacity(text.len() - removed + added);
         let mut at = 0;
         let mut record = Vec::with_capacity(spans.len());
-        for (&(start, end, _), replacement) in spans.iter().zip(&replacements) {
+        for (&(start, end), replacement) in spans.iter().zip(&replacements) {
             out.push_str(&text[at..start]);
             out.push_str(replacement);
             at = end;
@@ -473,6 +550,7 @@ impl<'a> Session<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::edit::view::{View, normalize};
 
     fn edit(old: &str, new: &str) -> EditSpec {
         EditSpec {
@@ -553,6 +631,55 @@ mod tests {
                 (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a, b),
             }
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256,
+            max_global_rejects: 100_000,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// At every level, what changes lies inside the text that old_text stands for: each
+        /// byte before and after it stays (trailing spaces, curly quotes, CRLF included).
+        #[test]
+        fn loose_levels_change_only_the_matched_text(
+            lines in proptest::collection::vec("[a-e “”‘’—\u{a0} \t]{0,8}", 1..12),
+            crlf in proptest::bool::ANY,
+            start in 0usize..300,
+            len in 1usize..30,
+            new_text in "[a-e\nxy'\"-]{0,8}",
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" }) + "\n";
+            let cuts: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+            let start = cuts[start % cuts.len()];
+            let view = View::new(&text, Level::LookAlikes);
+            let picked = cuts.iter().copied().find(|&end| {
+                let needle = normalize(&text[start..end.max(start)], Level::LookAlikes);
+                end >= start + len
+                    && !needle.is_empty()
+                    && count_overlapping(view_text(&view), &needle) == 1
+            });
+            proptest::prop_assume!(picked.is_some());
+            let end = picked.unwrap_or_default();
+            let old_text = normalize(&text[start..end], Level::LookAlikes).into_owned();
+            proptest::prop_assume!(old_text != new_text);
+            if let Ok(out) = apply(&text, &[edit(&old_text, &new_text)]) {
+                // A CRLF that the match starts inside is taken whole, hence the one byte.
+                let head = &text.as_bytes()[..start.saturating_sub(1)];
+                let tail = &text.as_bytes()[end..];
+                proptest::prop_assert!(
+                    out.len() >= head.len() + tail.len()
+                        && out.as_bytes().starts_with(head)
+                        && out.as_bytes().ends_with(tail),
+                    "{:?} -> {:?}, match at {}..{}", text, out, start, end
+                );
+            }
+        }
+    }
+
+    fn view_text<'v>(view: &'v View<'_>) -> &'v str {
+        view.as_str()
     }
 
     #[test]

@@ -253,6 +253,7 @@ impl Tool for EditTool {
                 Err(error) => return ToolOutput::error(EditError::from(error).to_string()),
             };
             let request = Request {
+                given: ctx.cwd().join(&args.path),
                 shown: ctx.display_path(&path),
                 path,
                 edits: args
@@ -286,6 +287,8 @@ impl Tool for EditTool {
 
 /// Everything the blocking work needs.
 pub(crate) struct Request {
+    /// The path as given, joined to the cwd but not resolved (to tell a symbolic link).
+    pub(crate) given: PathBuf,
     /// The resolved file.
     pub(crate) path: PathBuf,
     /// How the path is shown.
@@ -305,8 +308,9 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
         return Err(EditError::NoEdits);
     }
     let (bytes, stamp) = load(request)?;
-    let actual = content_hash(&bytes);
+    // The hash costs a pass over the file: only taken when there is one to compare with.
     if let Some(expected) = &request.expect_hash {
+        let actual = content_hash(&bytes);
         let expected = expected.trim();
         if !expected.eq_ignore_ascii_case(&actual) {
             return Err(EditError::Stale {
@@ -316,6 +320,7 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
                 actual,
             });
         }
+        seen::remember(&actual, &bytes);
     }
     let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
     if start.starts_with(&[0xFF, 0xFE]) || start.starts_with(&[0xFE, 0xFF]) {
@@ -338,7 +343,6 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
             line: memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1,
         }
     })?;
-    seen::remember(&actual, &bytes);
     let (bom, body) = match whole.strip_prefix(BOM) {
         Some(body) => (BOM, body),
         None => ("", whole),
@@ -473,9 +477,16 @@ fn render(
 ) -> String {
     let mut out = String::new();
     let count = applied.len();
+    let link = match fs::symlink_metadata(&request.given) {
+        Ok(meta) if meta.file_type().is_symlink() && request.given != request.path => format!(
+            " (through the symbolic link {}, which stays a link)",
+            request.given.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned())
+        ),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "Edited {}: {count} edit{} applied.",
+        "Edited {}{link}: {count} edit{} applied.",
         request.shown,
         if count == 1 { "" } else { "s" }
     );
@@ -500,7 +511,7 @@ fn render(
         };
         let _ = writeln!(
             out,
-            "edits[{index}]: replaced line {}{more}{earlier} (match level: {}).",
+            "edits[{index}]: matched line {}{more}{earlier} (match level: {}).",
             places.join(", "),
             edit.level.describe(),
         );
@@ -526,6 +537,7 @@ mod tests {
 
     fn request(path: PathBuf) -> Request {
         Request {
+            given: path.clone(),
             path,
             shown: "f.txt".into(),
             edits: vec![EditSpec {

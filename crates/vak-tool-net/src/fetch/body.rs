@@ -50,11 +50,13 @@ impl Coding {
 }
 
 /// Reads the body, decoded, keeping at most `cap` bytes. `received` is updated as bytes come in
-/// (the caller reports it when the deadline cuts the read short).
+/// (the caller reports it when the deadline cuts the read short). Counting past the cap takes at
+/// most a quarter of the time left before `deadline`, so the page is still returned in time.
 pub(crate) async fn read_capped(
     body: Incoming,
     coding: Coding,
     cap: usize,
+    deadline: tokio::time::Instant,
     received: &mut usize,
 ) -> io::Result<(Vec<u8>, Option<Cut>)> {
     let stream = BodyDataStream::new(body.map_err(io::Error::other));
@@ -64,7 +66,8 @@ pub(crate) async fn read_capped(
         Coding::Gzip => Box::pin(multi_member(GzipDecoder::new(raw))),
         Coding::Brotli => Box::pin(BrotliDecoder::new(raw)),
     };
-    read_from(&mut reader, cap, received).await
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    read_from(&mut reader, cap, OVERFLOW_BUDGET.min(left / 4), received).await
 }
 
 fn multi_member<R: tokio::io::AsyncBufRead>(mut decoder: GzipDecoder<R>) -> GzipDecoder<R> {
@@ -76,6 +79,7 @@ fn multi_member<R: tokio::io::AsyncBufRead>(mut decoder: GzipDecoder<R>) -> Gzip
 pub(crate) async fn read_from<R: AsyncRead + Unpin + ?Sized>(
     reader: &mut R,
     cap: usize,
+    overflow_budget: Duration,
     received: &mut usize,
 ) -> io::Result<(Vec<u8>, Option<Cut>)> {
     let mut kept = Vec::with_capacity(cap.min(64 * 1024));
@@ -106,7 +110,7 @@ pub(crate) async fn read_from<R: AsyncRead + Unpin + ?Sized>(
         }
         false
     };
-    let ended = tokio::time::timeout(OVERFLOW_BUDGET, counting)
+    let ended = tokio::time::timeout(overflow_budget, counting)
         .await
         .unwrap_or(false);
     let cut = if ended {
@@ -128,7 +132,9 @@ mod tests {
     async fn read(data: &[u8], cap: usize) -> (Vec<u8>, Option<Cut>) {
         let mut reader = data;
         let mut received = 0;
-        read_from(&mut reader, cap, &mut received).await.unwrap()
+        read_from(&mut reader, cap, OVERFLOW_BUDGET, &mut received)
+            .await
+            .unwrap()
     }
 
     #[tokio::test]

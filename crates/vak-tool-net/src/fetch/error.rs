@@ -43,11 +43,12 @@ pub(crate) enum FetchError {
     Request { url: String, reason: String },
     /// One redirect too many.
     #[error(
-        "too many redirects: {} already followed ({}), and {url} answered {status} with another \
-         one to `{location}`. Fetch the final URL directly if you know it.",
-        chain.len(), chain.join(" -> ")
+        "too many redirects: {followed} already followed ({}), and {url} answered {status} with \
+         another one to `{location}`. Fetch the final URL directly if you know it.",
+        chain.join(" -> ")
     )]
     TooManyRedirects {
+        followed: usize,
         chain: Vec<String>,
         url: String,
         status: u16,

@@ -217,7 +217,7 @@ impl WebFetch {
             () = ctx.cancel().cancelled() => return Err(FetchError::Cancelled),
             outcome = tokio::time::timeout_at(
                 deadline,
-                self.fetch(args, ctx, &mut progress),
+                self.fetch(args, ctx, deadline, &mut progress),
             ) => outcome,
         };
         let (page, html) = match outcome {
@@ -251,6 +251,7 @@ impl WebFetch {
         &self,
         args: &Args,
         ctx: &ToolContext,
+        deadline: Instant,
         progress: &mut Progress,
     ) -> Result<(Page, Option<Flavour>), FetchError> {
         let guard = self.guard(ctx);
@@ -287,6 +288,7 @@ impl WebFetch {
                     let mut hops: Vec<String> = redirects.iter().map(|(u, _)| u.clone()).collect();
                     hops.push(url.to_string());
                     return Err(FetchError::TooManyRedirects {
+                        followed: redirects.len(),
                         chain: hops,
                         url: url.to_string(),
                         status: status.as_u16(),
@@ -325,7 +327,7 @@ impl WebFetch {
                     response,
                     connection_task,
                     redirects,
-                    cap,
+                    (cap, deadline),
                     progress,
                 )
                 .await;
@@ -344,7 +346,7 @@ impl WebFetch {
         response: hyper::Response<hyper::body::Incoming>,
         connection_task: http::ConnectionTask,
         redirects: Vec<(String, u16)>,
-        cap: usize,
+        (cap, deadline): (usize, Instant),
         progress: &mut Progress,
     ) -> Result<(Page, Option<Flavour>), FetchError> {
         let headers = response.headers();
@@ -380,14 +382,19 @@ impl WebFetch {
             });
         }
         progress.stage = "reading the body of";
-        let (bytes, cut) =
-            body::read_capped(response.into_body(), coding, cap, &mut progress.body_bytes)
-                .await
-                .map_err(|source| FetchError::Body {
-                    url: url.to_string(),
-                    received: progress.body_bytes,
-                    source,
-                })?;
+        let (bytes, cut) = body::read_capped(
+            response.into_body(),
+            coding,
+            cap,
+            deadline,
+            &mut progress.body_bytes,
+        )
+        .await
+        .map_err(|source| FetchError::Body {
+            url: url.to_string(),
+            received: progress.body_bytes,
+            source,
+        })?;
         drop(connection_task);
         let mut note = None;
         let mime = match mime {

@@ -260,9 +260,10 @@ impl Guard {
         spelling: Option<String>,
         chain: &Chain,
     ) -> Result<(), Refusal> {
+        let shown = redacted(url);
         let refuse = |rule: Rule| {
             self.refusal(rule, chain)
-                .with_url(url.as_str())
+                .with_url(shown.clone())
                 .with_spelling(spelling.clone())
         };
         if !matches!(url.scheme(), "http" | "https") {
@@ -524,6 +525,16 @@ async fn dial(target: SocketAddr) -> std::io::Result<TcpStream> {
     stream
 }
 
+/// The URL for messages, with any password replaced by `***`.
+fn redacted(url: &Url) -> String {
+    if url.password().is_none() {
+        return url.to_string();
+    }
+    let mut shown = url.clone();
+    let _ = shown.set_password(Some("***"));
+    shown.to_string()
+}
+
 fn borrow_host(host: &Host<String>) -> Host<&str> {
     match host {
         Host::Domain(domain) => Host::Domain(domain.as_str()),
@@ -593,6 +604,18 @@ mod tests {
         chain.record("a".into(), true);
         assert!(chain.may_use_allow());
         assert!(Chain::intranet().may_use_allow());
+        // A chain whose first hop was public cannot reach an allowed address afterwards.
+        let guard = Guard::new(&NetPolicy::with_allow(["127.0.0.2/32"]));
+        let mut chain = Chain::new();
+        assert!(guard.check_url("http://127.0.0.2/", &chain).is_ok());
+        chain.record("http://public.example/".into(), false);
+        let refusal = guard.check_url("http://127.0.0.2/", &chain).unwrap_err();
+        assert!(matches!(
+            refusal.rule(),
+            Rule::AllowedOnlyAtChainStart { .. }
+        ));
+        assert_eq!(refusal.hop(), 1);
+        assert_eq!(refusal.chain(), ["http://public.example/"]);
         assert!(!Chain::public().may_use_allow());
     }
 }

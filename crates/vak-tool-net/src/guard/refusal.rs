@@ -279,11 +279,22 @@ impl fmt::Display for Refusal {
             (Some(host), None) => write!(f, "\n  host: {host}")?,
             (None, None) => {}
         }
-        if let Some(spelling) = &self.0.spelling {
-            let canonical = self.0.host.as_deref().unwrap_or_default();
-            if spelling != canonical {
-                write!(f, " (written as `{spelling}`)")?;
-            }
+        if let (
+            Rule::SpecialAddress {
+                range: IpNet::V4(_),
+                ..
+            },
+            Some(IpAddr::V6(v6)),
+        ) = (&self.0.rule, self.0.address)
+        {
+            let octets = v6.octets();
+            let embedded = std::net::Ipv4Addr::new(octets[12], octets[13], octets[14], octets[15]);
+            write!(f, " (it carries the IPv4 address {embedded})")?;
+        }
+        if let (Some(spelling), Some(canonical)) = (&self.0.spelling, &self.0.host)
+            && spelling.trim_start_matches('[').trim_end_matches(']') != canonical
+        {
+            write!(f, " (written as `{spelling}`)")?;
         }
         if self.0.hop == 0 {
             write!(f, "\n  hop: the first request")?;

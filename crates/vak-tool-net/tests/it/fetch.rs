@@ -22,7 +22,10 @@ async fn gzip(data: &[u8]) -> Vec<u8> {
 
 async fn brotli(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    BrotliEncoder::new(data).read_to_end(&mut out).await.unwrap();
+    BrotliEncoder::new(data)
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
     out
 }
 
@@ -39,9 +42,18 @@ async fn fetches_html_as_markdown_with_a_header() {
     let out = fetch(&server.url("/")).await;
     assert!(!out.is_error, "{out:?}");
     let text = out.text_content();
-    assert!(text.starts_with(&format!("URL: {}\nStatus: 200 OK\nContent-Type: text/html; charset=utf-8\n", server.url("/"))), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "URL: {}\nStatus: 200 OK\nContent-Type: text/html; charset=utf-8\n",
+            server.url("/")
+        )),
+        "{text}"
+    );
     assert!(text.contains("# Hello"), "{text}");
-    assert!(text.contains(&format!("[the docs]({})", server.url("/docs/a.html"))), "{text}");
+    assert!(
+        text.contains(&format!("[the docs]({})", server.url("/docs/a.html"))),
+        "{text}"
+    );
     assert!(!text.contains("secret"), "{text}");
 }
 
@@ -51,17 +63,26 @@ async fn sends_host_and_accept_and_no_credentials() {
     // Proxy variables in the environment are never consulted (they point nowhere).
     let dir = tempfile::tempdir().unwrap();
     let proxy = OsString::from("http://127.0.0.1:9");
-    let ctx = context(&dir).with_env(
+    // Nor is a .netrc with a password for the host.
+    let netrc = dir.path().join(".netrc");
+    std::fs::write(&netrc, "machine 127.0.0.2 login me password secret\n").unwrap();
+    let mut env: Vec<(OsString, OsString)> =
         ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "ALL_PROXY"]
-            .map(|name| (OsString::from(name), proxy.clone())),
-    );
+            .map(|name| (OsString::from(name), proxy.clone()))
+            .to_vec();
+    env.push(("HOME".into(), dir.path().into()));
+    env.push(("NETRC".into(), netrc.into()));
+    let ctx = context(&dir).with_env(env);
     let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/p?q=1#frag"), "raw").await;
     assert!(!out.is_error, "{out:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     let head = requests[0].head.to_ascii_lowercase();
     assert!(head.starts_with("get /p?q=1 http/1.1\r\n"), "{head}");
-    assert!(head.contains(&format!("host: {}\r\n", server.addr)), "{head}");
+    assert!(
+        head.contains(&format!("host: {}\r\n", server.addr)),
+        "{head}"
+    );
     assert!(head.contains("accept: text/markdown, "), "{head}");
     assert!(head.contains("accept-encoding: gzip, br\r\n"), "{head}");
     for absent in ["cookie", "authorization", "proxy-"] {
@@ -73,8 +94,16 @@ async fn sends_host_and_accept_and_no_credentials() {
 async fn formats() {
     let page = "<h1>Title</h1><p>one <b>two</b></p><style>.x{}</style>";
     let server = Server::start(move |request| match request.path.as_str() {
-        "/md" => response("200 OK", &[("Content-Type", "text/markdown")], b"# Already *markdown*\n"),
-        "/json" => response("200 OK", &[("Content-Type", "application/json")], b"{\"a\": [1, 2]}"),
+        "/md" => response(
+            "200 OK",
+            &[("Content-Type", "text/markdown")],
+            b"# Already *markdown*\n",
+        ),
+        "/json" => response(
+            "200 OK",
+            &[("Content-Type", "application/json")],
+            b"{\"a\": [1, 2]}",
+        ),
         _ => html(page),
     })
     .await;
@@ -82,18 +111,46 @@ async fn formats() {
     let ctx = context(&dir);
     let tool = WebFetch::new();
     let body = |text: String| text.split_once("\n\n").unwrap().1.to_string();
-    let markdown = body(fetch_with(&tool, &ctx, &server.url("/"), "markdown").await.text_content());
+    let markdown = body(
+        fetch_with(&tool, &ctx, &server.url("/"), "markdown")
+            .await
+            .text_content(),
+    );
     assert_eq!(markdown, "# Title\n\none **two**");
-    let text = body(fetch_with(&tool, &ctx, &server.url("/"), "text").await.text_content());
+    let text = body(
+        fetch_with(&tool, &ctx, &server.url("/"), "text")
+            .await
+            .text_content(),
+    );
     assert_eq!(text, "Title\none two");
-    let raw = body(fetch_with(&tool, &ctx, &server.url("/"), "raw").await.text_content());
+    let raw = body(
+        fetch_with(&tool, &ctx, &server.url("/"), "raw")
+            .await
+            .text_content(),
+    );
     assert_eq!(raw, page);
-    let md = body(fetch_with(&tool, &ctx, &server.url("/md"), "markdown").await.text_content());
-    assert_eq!(md, "# Already *markdown*\n", "a markdown answer passes through");
-    let json = body(fetch_with(&tool, &ctx, &server.url("/json"), "markdown").await.text_content());
+    let md = body(
+        fetch_with(&tool, &ctx, &server.url("/md"), "markdown")
+            .await
+            .text_content(),
+    );
+    assert_eq!(
+        md, "# Already *markdown*\n",
+        "a markdown answer passes through"
+    );
+    let json = body(
+        fetch_with(&tool, &ctx, &server.url("/json"), "markdown")
+            .await
+            .text_content(),
+    );
     assert_eq!(json, "{\"a\": [1, 2]}");
-    let bad = tool.call(json!({"url": server.url("/"), "format": "pdf"}), &ctx).await;
-    assert!(bad.is_error && bad.text_content().contains("format"), "{bad:?}");
+    let bad = tool
+        .call(json!({"url": server.url("/"), "format": "pdf"}), &ctx)
+        .await;
+    assert!(
+        bad.is_error && bad.text_content().contains("format"),
+        "{bad:?}"
+    );
 }
 
 #[tokio::test]
@@ -106,7 +163,11 @@ async fn redirects_are_followed_and_reported() {
     // Relative, dot-relative and scheme-relative hops, ending on a second server.
     let port = server.port();
     let second = Server::start(move |request| match request.path.as_str() {
-        "/a" => redirect("301 Moved Permanently", "/b"),
+        "/a" => response(
+            "301 Moved Permanently",
+            &[("Location", "/b"), ("Set-Cookie", "session=abc; Path=/")],
+            b"",
+        ),
         "/b" => redirect("302 Found", "c?x=1"),
         "/c?x=1" => redirect("307 Temporary Redirect", &format!("//127.0.0.2:{port}/d")),
         _ => response("404 Not Found", &[], b""),
@@ -115,7 +176,10 @@ async fn redirects_are_followed_and_reported() {
     let out = fetch(&second.url("/a")).await;
     assert!(!out.is_error, "{out:?}");
     let text = out.text_content();
-    assert!(text.starts_with(&format!("URL: {}\n", server.url("/d"))), "{text}");
+    assert!(
+        text.starts_with(&format!("URL: {}\n", server.url("/d"))),
+        "{text}"
+    );
     let expected = format!(
         "Redirects: {} (301) -> {} (302) -> {} (307) -> {}",
         second.url("/a"),
@@ -125,6 +189,14 @@ async fn redirects_are_followed_and_reported() {
     );
     assert!(text.contains(&expected), "{text}");
     assert!(text.ends_with("done"), "{text}");
+    // A cookie set on the way is never sent back.
+    for request in second.requests().iter().chain(server.requests().iter()) {
+        assert!(
+            !request.head.to_ascii_lowercase().contains("cookie"),
+            "{}",
+            request.head
+        );
+    }
 }
 
 #[tokio::test]
@@ -141,8 +213,15 @@ async fn four_redirects_are_too_many_and_loops_are_named() {
     let out = fetch(&server.url("/r0")).await;
     assert!(out.is_error);
     let text = out.text_content();
-    assert!(text.contains("too many redirects: 3 already followed"), "{text}");
-    assert_eq!(server.requests().len(), 4, "the fourth redirect is not followed");
+    assert!(
+        text.contains("too many redirects: 3 already followed"),
+        "{text}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "the fourth redirect is not followed"
+    );
     let out = fetch(&server.url("/loop-a")).await;
     assert!(out.text_content().contains("redirect loop"), "{out:?}");
 }
@@ -179,10 +258,20 @@ async fn redirects_into_loopback_are_refused_by_every_spelling() {
         let out = fetch(&start).await;
         assert!(out.is_error, "{target}: {out:?}");
         let text = out.text_content();
-        assert!(text.contains("refused by the network guard"), "{target}: {text}");
-        assert!(text.contains("hop: redirect 1 of the chain"), "{target}: {text}");
-        assert!(text.contains(&format!("chain: {start} -> ")), "{target}: {text}");
+        assert!(
+            text.contains("refused by the network guard"),
+            "{target}: {text}"
+        );
+        assert!(
+            text.contains("hop: redirect 1 of the chain"),
+            "{target}: {text}"
+        );
+        assert!(
+            text.contains(&format!("chain: {start} -> ")),
+            "{target}: {text}"
+        );
         assert_eq!(server.requests().len(), 1, "{target}");
+        assert!(!text.contains(":pw@"), "passwords are not echoed: {text}");
     }
 }
 
@@ -205,7 +294,11 @@ async fn cross_scheme_redirect_is_screened_again() {
 #[tokio::test]
 async fn a_3xx_without_location_is_the_result() {
     let server = Server::start(|_| {
-        response("300 Multiple Choices", &[("Content-Type", "text/plain")], b"pick one")
+        response(
+            "300 Multiple Choices",
+            &[("Content-Type", "text/plain")],
+            b"pick one",
+        )
     })
     .await;
     let out = fetch(&server.url("/")).await;
@@ -218,13 +311,20 @@ async fn a_3xx_without_location_is_the_result() {
 #[tokio::test]
 async fn http_errors_are_errors_with_the_page() {
     let server = Server::start(|_| {
-        response("404 Not Found", &[("Content-Type", "text/html")], b"<h1>Gone</h1>")
+        response(
+            "404 Not Found",
+            &[("Content-Type", "text/html")],
+            b"<h1>Gone</h1>",
+        )
     })
     .await;
     let out = fetch(&server.url("/")).await;
     assert!(out.is_error);
     let text = out.text_content();
-    assert!(text.contains("404 Not Found") && text.contains("# Gone"), "{text}");
+    assert!(
+        text.contains("404 Not Found") && text.contains("# Gone"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -242,8 +342,15 @@ async fn rebinding_gets_one_resolution_per_hop() {
     let out = fetch_with(&tool, &context(&dir), &url, "markdown").await;
     assert!(out.is_error);
     let text = out.text_content();
-    assert!(text.contains("127.0.0.0/8 (loopback)") && text.contains("host: rebind.test"), "{text}");
-    assert_eq!(resolver.calls(), ["rebind.test", "rebind.test"], "one lookup per hop");
+    assert!(
+        text.contains("127.0.0.0/8 (loopback)") && text.contains("host: rebind.test"),
+        "{text}"
+    );
+    assert_eq!(
+        resolver.calls(),
+        ["rebind.test", "rebind.test"],
+        "one lookup per hop"
+    );
     assert_eq!(server.requests().len(), 1);
 
     // Within one hop nothing looks the name up a second time.
@@ -254,7 +361,10 @@ async fn rebinding_gets_one_resolution_per_hop() {
     assert!(!out.is_error, "{out:?}");
     assert_eq!(resolver.calls().len(), 1);
     let head = server.requests().last().unwrap().head.to_ascii_lowercase();
-    assert!(head.contains(&format!("host: rebind.test:{}\r\n", server.port())), "{head}");
+    assert!(
+        head.contains(&format!("host: rebind.test:{}\r\n", server.port())),
+        "{head}"
+    );
 }
 
 #[tokio::test]
@@ -278,7 +388,10 @@ async fn a_hanging_resolver_hits_the_deadline() {
     let out = fetch_with(&tool, &ctx, "http://hang.test/", "raw").await;
     assert!(started.elapsed() < Duration::from_secs(5));
     let text = out.text_content();
-    assert!(out.is_error && text.contains("did not finish within 0.3 s"), "{text}");
+    assert!(
+        out.is_error && text.contains("did not finish within 0.3 s"),
+        "{text}"
+    );
     assert!(text.contains("connecting to http://hang.test/"), "{text}");
 }
 
@@ -296,7 +409,10 @@ async fn a_slow_trickle_is_stopped_by_the_deadline() {
     let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
     assert!(started.elapsed() < Duration::from_secs(8));
     let text = out.text_content();
-    assert!(out.is_error && text.contains("reading the body of"), "{text}");
+    assert!(
+        out.is_error && text.contains("reading the body of"),
+        "{text}"
+    );
     assert!(text.contains("body bytes"), "{text}");
 }
 
@@ -307,7 +423,10 @@ async fn a_gzip_bomb_stops_at_the_cap() {
     let bomb = member.repeat(64);
     assert!(bomb.len() < 128 * 1024);
     let server = Server::start(move |_| {
-        let mut bytes = head_only("200 OK", &[("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]);
+        let mut bytes = head_only(
+            "200 OK",
+            &[("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
+        );
         bytes.extend_from_slice(&bomb);
         Reply::Bytes(bytes)
     })
@@ -315,7 +434,11 @@ async fn a_gzip_bomb_stops_at_the_cap() {
     let out = fetch(&server.url("/")).await;
     assert!(!out.is_error, "{:?}", &out.text_content()[..200]);
     let text = out.text_content();
-    assert!(text.contains("Truncated: the body was cut at 524288 decoded bytes; at least"), "{}", &text[..400]);
+    assert!(
+        text.contains("Truncated: the body was cut at 524288 decoded bytes; at least"),
+        "{}",
+        &text[..400]
+    );
     assert!(text.len() < 600 * 1024);
 }
 
@@ -325,8 +448,16 @@ async fn gzip_and_brotli_bodies_are_decoded_and_cut_exactly() {
     let gz = gzip(body.as_bytes()).await;
     let br = brotli(body.as_bytes()).await;
     let server = Server::start(move |request| {
-        let (coding, data) = if request.path == "/gz" { ("gzip", gz.clone()) } else { ("br", br.clone()) };
-        response("200 OK", &[("Content-Type", "text/plain"), ("Content-Encoding", coding)], &data)
+        let (coding, data) = if request.path == "/gz" {
+            ("gzip", gz.clone())
+        } else {
+            ("br", br.clone())
+        };
+        response(
+            "200 OK",
+            &[("Content-Type", "text/plain"), ("Content-Encoding", coding)],
+            &data,
+        )
     })
     .await;
     for path in ["/gz", "/br"] {
@@ -336,23 +467,38 @@ async fn gzip_and_brotli_bodies_are_decoded_and_cut_exactly() {
         let ctx = context(&dir).with_limits(limits(Duration::from_secs(15), 1000));
         let out = fetch_with(&WebFetch::new(), &ctx, &server.url(path), "raw").await;
         let text = out.text_content();
-        assert!(text.contains("cut at 1000 decoded bytes; the remaining 300 bytes were not read"), "{path}: {text}");
+        assert!(
+            text.contains("cut at 1000 decoded bytes; the remaining 300 bytes were not read"),
+            "{path}: {text}"
+        );
     }
 }
 
 #[tokio::test]
 async fn an_oversized_content_length_is_refused_before_the_body() {
     let server = Server::start(|_| {
-        Reply::Stall(head_only("200 OK", &[("Content-Type", "text/html"), ("Content-Length", "10000000")]))
+        Reply::Stall(head_only(
+            "200 OK",
+            &[
+                ("Content-Type", "text/html"),
+                ("Content-Length", "10000000"),
+            ],
+        ))
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(&dir).with_limits(limits(Duration::from_secs(10), 512 * 1024));
     let started = Instant::now();
     let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
-    assert!(started.elapsed() < Duration::from_secs(5), "refused early, not at the deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused early, not at the deadline"
+    );
     let text = out.text_content();
-    assert!(out.is_error && text.contains("10000000 bytes (Content-Length)"), "{text}");
+    assert!(
+        out.is_error && text.contains("10000000 bytes (Content-Length)"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -373,12 +519,29 @@ async fn content_types_are_gated() {
         response("200 OK", &[("Content-Type", &content_type)], b"body")
     })
     .await;
-    for refused in ["image~png", "application~octet-stream", "application~pdf", "application~zip", "none-binary"] {
+    for refused in [
+        "image~png",
+        "application~octet-stream",
+        "application~pdf",
+        "application~zip",
+        "none-binary",
+    ] {
         let out = fetch(&server.url(&format!("/{refused}"))).await;
         assert!(out.is_error, "{refused}");
-        assert!(out.text_content().contains("not a text type"), "{refused}: {out:?}");
+        assert!(
+            out.text_content().contains("not a text type"),
+            "{refused}: {out:?}"
+        );
     }
-    for accepted in ["text~plain", "text~csv", "application~json", "application~xml", "application~javascript", "application~ld+json", "none"] {
+    for accepted in [
+        "text~plain",
+        "text~csv",
+        "application~json",
+        "application~xml",
+        "application~javascript",
+        "application~ld+json",
+        "none",
+    ] {
         let out = fetch(&server.url(&format!("/{accepted}"))).await;
         assert!(!out.is_error, "{accepted}: {out:?}");
     }
@@ -389,14 +552,30 @@ async fn content_types_are_gated() {
 #[tokio::test]
 async fn charsets_follow_the_whatwg_order() {
     let server = Server::start(|request| match request.path.as_str() {
-        "/latin1" => response("200 OK", &[("Content-Type", "text/plain; charset=ISO-8859-1")], b"caf\xe9"),
-        "/meta" => response("200 OK", &[("Content-Type", "text/html")], b"<meta charset=\"shift_jis\"><p>\x82\xa0</p>"),
-        "/bom" => response("200 OK", &[("Content-Type", "text/plain; charset=windows-1252")], b"\xef\xbb\xbfcaf\xc3\xa9"),
+        "/latin1" => response(
+            "200 OK",
+            &[("Content-Type", "text/plain; charset=ISO-8859-1")],
+            b"caf\xe9",
+        ),
+        "/meta" => response(
+            "200 OK",
+            &[("Content-Type", "text/html")],
+            b"<meta charset=\"shift_jis\"><p>\x82\xa0</p>",
+        ),
+        "/bom" => response(
+            "200 OK",
+            &[("Content-Type", "text/plain; charset=windows-1252")],
+            b"\xef\xbb\xbfcaf\xc3\xa9",
+        ),
         _ => response("200 OK", &[("Content-Type", "text/plain")], b"caf\xc3\xa9"),
     })
     .await;
     let cases = [
-        ("/latin1", "café", Some("windows-1252 (from the Content-Type charset)")),
+        (
+            "/latin1",
+            "café",
+            Some("windows-1252 (from the Content-Type charset)"),
+        ),
         ("/meta", "あ", Some("Shift_JIS (from the <meta> charset)")),
         ("/bom", "café", Some("UTF-8 (from the byte order mark)")),
         ("/utf8", "café", None),
@@ -405,7 +584,10 @@ async fn charsets_follow_the_whatwg_order() {
         let text = fetch(&server.url(path)).await.text_content();
         assert!(text.ends_with(expected), "{path}: {text}");
         match encoding {
-            Some(encoding) => assert!(text.contains(&format!("Encoding: {encoding}")), "{path}: {text}"),
+            Some(encoding) => assert!(
+                text.contains(&format!("Encoding: {encoding}")),
+                "{path}: {text}"
+            ),
             None => assert!(!text.contains("Encoding:"), "{path}: {text}"),
         }
     }
@@ -413,7 +595,9 @@ async fn charsets_follow_the_whatwg_order() {
 
 #[tokio::test]
 async fn cancellation_stops_the_fetch() {
-    let server = Server::start(|_| Reply::Stall(head_only("200 OK", &[("Content-Type", "text/plain")]))).await;
+    let server =
+        Server::start(|_| Reply::Stall(head_only("200 OK", &[("Content-Type", "text/plain")])))
+            .await;
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(&dir);
     let cancel = ctx.cancel().clone();
@@ -422,7 +606,10 @@ async fn cancellation_stops_the_fetch() {
         cancel.cancel();
     });
     let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
-    assert!(out.is_error && out.text_content().contains("cancelled"), "{out:?}");
+    assert!(
+        out.is_error && out.text_content().contains("cancelled"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -436,6 +623,9 @@ fn registered_with_a_closed_schema() {
     assert_eq!(schema["additionalProperties"], false);
     assert_eq!(schema["required"], json!(["url"]));
     for field in ["url", "format"] {
-        assert!(schema["properties"][field]["description"].is_string(), "{field}");
+        assert!(
+            schema["properties"][field]["description"].is_string(),
+            "{field}"
+        );
     }
 }

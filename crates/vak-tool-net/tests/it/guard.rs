@@ -17,7 +17,10 @@ fn verdict(result: &Result<url::Url, Refusal>) -> String {
 }
 
 fn kind(refusal: &Refusal) -> String {
-    let address = refusal.address().map(|a| format!(" {a}")).unwrap_or_default();
+    let address = refusal
+        .address()
+        .map(|a| format!(" {a}"))
+        .unwrap_or_default();
     match refusal.rule() {
         Rule::Unparsable { .. } => "unparsable".into(),
         Rule::Scheme { scheme } => format!("scheme {scheme}"),
@@ -66,10 +69,16 @@ const URL_TABLE: &[(&str, &str)] = &[
     ("http://100.64.0.1/", "100.64.0.0/10 100.64.0.1"),
     ("http://100.127.255.255/", "100.64.0.0/10 100.127.255.255"),
     ("http://169.254.1.1/", "169.254.0.0/16 169.254.1.1"),
-    ("http://169.254.169.254/", "169.254.169.254/32 169.254.169.254"),
+    (
+        "http://169.254.169.254/",
+        "169.254.169.254/32 169.254.169.254",
+    ),
     ("http://0xa9fea9fe/", "169.254.169.254/32 169.254.169.254"),
     ("http://169.254.170.2/", "169.254.170.2/32 169.254.170.2"),
-    ("http://100.100.100.200/", "100.100.100.200/32 100.100.100.200"),
+    (
+        "http://100.100.100.200/",
+        "100.100.100.200/32 100.100.100.200",
+    ),
     ("http://192.0.0.192/", "192.0.0.192/32 192.0.0.192"),
     ("http://192.0.0.1/", "192.0.0.0/24 192.0.0.1"),
     ("http://192.0.2.1/", "192.0.2.0/24 192.0.2.1"),
@@ -81,7 +90,10 @@ const URL_TABLE: &[(&str, &str)] = &[
     ("http://224.0.0.1/", "224.0.0.0/4 224.0.0.1"),
     ("http://239.255.255.250/", "224.0.0.0/4 239.255.255.250"),
     ("http://240.0.0.1/", "240.0.0.0/4 240.0.0.1"),
-    ("http://255.255.255.255/", "255.255.255.255/32 255.255.255.255"),
+    (
+        "http://255.255.255.255/",
+        "255.255.255.255/32 255.255.255.255",
+    ),
     ("http://4294967295/", "255.255.255.255/32 255.255.255.255"),
     // Public IPv4, including the neighbours of blocked ranges.
     ("http://8.8.8.8/", "ok"),
@@ -99,19 +111,34 @@ const URL_TABLE: &[(&str, &str)] = &[
     ("http://[0:0:0:0:0:0:0:1]/", "::1/128 ::1"),
     ("http://[::ffff:127.0.0.1]/", "127.0.0.0/8 ::ffff:127.0.0.1"),
     ("http://[::ffff:7f00:1]/", "127.0.0.0/8 ::ffff:127.0.0.1"),
-    ("http://[::ffff:169.254.169.254]/", "169.254.169.254/32 ::ffff:169.254.169.254"),
+    (
+        "http://[::ffff:169.254.169.254]/",
+        "169.254.169.254/32 ::ffff:169.254.169.254",
+    ),
     ("http://[::ffff:8.8.8.8]/", "ok"),
-    ("http://[::127.0.0.1]/", "::/96 ::127.0.0.1"),
+    ("http://[::127.0.0.1]/", "::/96 ::7f00:1"),
     ("http://[::8.8.8.8]/", "::/96 ::808:808"),
-    ("http://[::ffff:0:127.0.0.1]/", "::ffff:0:0/96 ::ffff:0:7f00:1"),
-    ("http://[::ffff:0:8.8.8.8]/", "::ffff:0:0/96 ::ffff:0:808:808"),
-    ("http://[64:ff9b::127.0.0.1]/", "127.0.0.0/8 64:ff9b::7f00:1"),
+    (
+        "http://[::ffff:0:127.0.0.1]/",
+        "::ffff:0:0:0/96 ::ffff:0:7f00:1",
+    ),
+    (
+        "http://[::ffff:0:8.8.8.8]/",
+        "::ffff:0:0:0/96 ::ffff:0:808:808",
+    ),
+    (
+        "http://[64:ff9b::127.0.0.1]/",
+        "127.0.0.0/8 64:ff9b::7f00:1",
+    ),
     ("http://[64:ff9b::10.0.0.1]/", "10.0.0.0/8 64:ff9b::a00:1"),
     ("http://[64:ff9b::8.8.8.8]/", "ok"),
     ("http://[64:ff9b:1::1]/", "64:ff9b:1::/48 64:ff9b:1::1"),
     ("http://[100::1]/", "100::/64 100::1"),
     ("http://[2001::1]/", "2001::/32 2001::1"),
-    ("http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "2001::/32 2001:0:4136:e378:8000:63bf:3fff:fdd2"),
+    (
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+        "2001::/32 2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    ),
     ("http://[2001:2::1]/", "2001:2::/48 2001:2::1"),
     ("http://[2001:10::1]/", "2001:10::/28 2001:10::1"),
     ("http://[2001:20::1]/", "2001:20::/28 2001:20::1"),
@@ -137,7 +164,10 @@ const URL_TABLE: &[(&str, &str)] = &[
     ("http://ｌｏｃａｌｈｏｓｔ/", "localhost"),
     ("http://localhost../", "localhost"),
     ("http://metadata.google.internal/", "metadata-name"),
-    ("http://Metadata.Google.Internal./computeMetadata/v1/", "metadata-name"),
+    (
+        "http://Metadata.Google.Internal./computeMetadata/v1/",
+        "metadata-name",
+    ),
     ("http://example.com/", "ok"),
     ("https://EXAMPLE.com./a?b#c", "ok"),
     ("http://bücher.example/", "ok"),
@@ -193,7 +223,9 @@ fn verdicts_survive_reserialisation() {
         let serialised = match &first {
             Ok(parsed) => parsed.to_string(),
             Err(refusal) => match refusal.url() {
-                Some(parsed) if !matches!(refusal.rule(), Rule::Unparsable { .. }) => parsed.to_string(),
+                Some(parsed) if !matches!(refusal.rule(), Rule::Unparsable { .. }) => {
+                    parsed.to_string()
+                }
                 _ => continue,
             },
         };
@@ -205,7 +237,9 @@ fn verdicts_survive_reserialisation() {
 #[test]
 fn refusals_name_rule_address_spelling_and_hint() {
     let guard = Guard::new(&NetPolicy::default());
-    let refusal = guard.check_url("http://0x7f.1:8080/admin", &Chain::new()).unwrap_err();
+    let refusal = guard
+        .check_url("http://0x7f.1:8080/admin", &Chain::new())
+        .unwrap_err();
     let text = refusal.to_string();
     for needle in [
         "refused by the network guard",
@@ -221,6 +255,14 @@ fn refusals_name_rule_address_spelling_and_hint() {
     assert_eq!(refusal.spelling(), Some("0x7f.1"));
 
     let text = guard
+        .check_url("http://[64:ff9b::10.1.2.3]/", &Chain::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("it carries the IPv4 address 10.1.2.3"),
+        "{text}"
+    );
+    let text = guard
         .check_url("http://198.18.0.5/", &Chain::new())
         .unwrap_err()
         .to_string();
@@ -229,28 +271,69 @@ fn refusals_name_rule_address_spelling_and_hint() {
         .check_url("http://169.254.169.254/latest/meta-data/", &Chain::new())
         .unwrap_err()
         .to_string();
-    assert!(text.contains("metadata") && text.contains("exact address"), "{text}");
-    let text = guard.check_url("file:///etc/passwd", &Chain::new()).unwrap_err().to_string();
-    assert!(text.contains("scheme `file`") && text.contains("`read`"), "{text}");
+    assert!(
+        text.contains("metadata") && text.contains("exact address"),
+        "{text}"
+    );
+    let text = guard
+        .check_url("file:///etc/passwd", &Chain::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("scheme `file`") && text.contains("`read`"),
+        "{text}"
+    );
 }
 
 #[test]
 fn allow_list_semantics() {
     let cases: &[(&[&str], &str, &str)] = &[
         (&["127.0.0.2/32"], "http://127.0.0.2/", "ok"),
-        (&["127.0.0.2/32"], "http://127.0.0.1/", "127.0.0.0/8 127.0.0.1"),
+        (
+            &["127.0.0.2/32"],
+            "http://127.0.0.1/",
+            "127.0.0.0/8 127.0.0.1",
+        ),
         (&["127.0.0.2/32"], "http://[::ffff:127.0.0.2]/", "ok"),
         (&["10.0.0.0/8"], "http://10.9.8.7/", "ok"),
         (&["10.0.0.0/8"], "http://0x0a090807/", "ok"),
-        (&["169.254.0.0/16"], "http://169.254.169.254/", "169.254.169.254/32 169.254.169.254"),
-        (&["0.0.0.0/0"], "http://169.254.169.254/", "169.254.169.254/32 169.254.169.254"),
+        (
+            &["169.254.0.0/16"],
+            "http://169.254.169.254/",
+            "169.254.169.254/32 169.254.169.254",
+        ),
+        (
+            &["0.0.0.0/0"],
+            "http://169.254.169.254/",
+            "169.254.169.254/32 169.254.169.254",
+        ),
         (&["169.254.169.254"], "http://169.254.169.254/", "ok"),
-        (&["::/0"], "http://[fd00:ec2::254]/", "fd00:ec2::254/128 fd00:ec2::254"),
+        (
+            &["::/0"],
+            "http://[fd00:ec2::254]/",
+            "fd00:ec2::254/128 fd00:ec2::254",
+        ),
         (&["fd00:ec2::254/128"], "http://[fd00:ec2::254]/", "ok"),
-        (&["100.64.0.0/10"], "http://100.100.100.200/", "100.100.100.200/32 100.100.100.200"),
-        (&["192.0.0.0/24"], "http://192.0.0.192/", "192.0.0.192/32 192.0.0.192"),
-        (&["metadata.google.internal"], "http://metadata.google.internal/", "ok"),
-        (&["*.google.internal"], "http://metadata.google.internal/", "metadata-name"),
+        (
+            &["100.64.0.0/10"],
+            "http://100.100.100.200/",
+            "100.100.100.200/32 100.100.100.200",
+        ),
+        (
+            &["192.0.0.0/24"],
+            "http://192.0.0.192/",
+            "192.0.0.192/32 192.0.0.192",
+        ),
+        (
+            &["metadata.google.internal"],
+            "http://metadata.google.internal/",
+            "ok",
+        ),
+        (
+            &["*.google.internal"],
+            "http://metadata.google.internal/",
+            "metadata-name",
+        ),
         (&["localhost"], "http://localhost/", "ok"),
         (&["*.localhost"], "http://x.localhost/", "localhost"),
         (&["garbage/99"], "http://10.0.0.1/", "10.0.0.0/8 10.0.0.1"),
@@ -262,24 +345,44 @@ fn allow_list_semantics() {
     }
     let guard = Guard::new(&NetPolicy::with_allow(["garbage/99"]));
     assert_eq!(guard.allow_warnings().len(), 1);
-    let text = guard.check_url("http://10.0.0.1/", &Chain::new()).unwrap_err().to_string();
+    let text = guard
+        .check_url("http://10.0.0.1/", &Chain::new())
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("`garbage/99`"), "{text}");
 }
 
 #[test]
 fn allowed_addresses_only_where_a_chain_may_use_them() {
     let guard = Guard::new(&NetPolicy::with_allow(["10.0.0.0/8"]));
-    assert!(guard.check_url("http://10.1.1.1/", &Chain::intranet()).is_ok());
-    let refusal = guard.check_url("http://10.1.1.1/", &Chain::public()).unwrap_err();
+    assert!(
+        guard
+            .check_url("http://10.1.1.1/", &Chain::intranet())
+            .is_ok()
+    );
+    let refusal = guard
+        .check_url("http://10.1.1.1/", &Chain::public())
+        .unwrap_err();
     assert_eq!(kind(&refusal), "chain-start 10.0.0.0/8 10.1.1.1");
-    assert!(refusal.to_string().contains("fetch the intranet URL directly"));
+    assert!(
+        refusal
+            .to_string()
+            .contains("fetch the intranet URL directly")
+    );
     // A chain that started on a public address cannot use it either (see the unit test of
     // `Chain` for the recorded-hop case, and the fetch tests for a whole chain).
 }
 
-async fn vet(answers: Vec<Answer>, allow: &[&str], host: &str) -> (Result<Vec<String>, String>, Vec<String>) {
+async fn vet(
+    answers: Vec<Answer>,
+    allow: &[&str],
+    host: &str,
+) -> (Result<Vec<String>, String>, Vec<String>) {
     let resolver = Scripted::new(answers);
-    let guard = Guard::with_resolver(&NetPolicy::with_allow(allow.iter().copied()), resolver.clone());
+    let guard = Guard::with_resolver(
+        &NetPolicy::with_allow(allow.iter().copied()),
+        resolver.clone(),
+    );
     let result = guard
         .vet(host, &Chain::new())
         .await
@@ -296,7 +399,12 @@ async fn scripted_resolution() {
     assert_eq!(calls, ["example.com"], "normalised once before resolving");
 
     // One bad address refuses the whole name, and the refusal names it.
-    let (result, _) = vet(vec![addrs(&["93.184.216.34", "127.0.0.1"])], &[], "mixed.test").await;
+    let (result, _) = vet(
+        vec![addrs(&["93.184.216.34", "127.0.0.1"])],
+        &[],
+        "mixed.test",
+    )
+    .await;
     assert_eq!(result, Err("127.0.0.0/8 127.0.0.1".into()));
     let (result, _) = vet(vec![addrs(&["::ffff:10.0.0.1"])], &[], "mapped.test").await;
     assert_eq!(result, Err("10.0.0.0/8 ::ffff:10.0.0.1".into()));
@@ -313,10 +421,22 @@ async fn scripted_resolution() {
     // Names in the allow list exempt private answers, but never metadata.
     let (result, _) = vet(vec![addrs(&["10.1.2.3"])], &["wiki.corp"], "wiki.corp").await;
     assert!(result.is_ok(), "{result:?}");
-    let (result, _) = vet(vec![addrs(&["169.254.169.254"])], &["meta.corp"], "meta.corp").await;
+    let (result, _) = vet(
+        vec![addrs(&["169.254.169.254"])],
+        &["meta.corp"],
+        "meta.corp",
+    )
+    .await;
     assert_eq!(result, Err("169.254.169.254/32 169.254.169.254".into()));
     // Literals and localhost names never reach the resolver.
-    for host in ["localhost", "x.localhost", "127.0.0.1", "[::1]", "0x7f.1", "metadata.google.internal"] {
+    for host in [
+        "localhost",
+        "x.localhost",
+        "127.0.0.1",
+        "[::1]",
+        "0x7f.1",
+        "metadata.google.internal",
+    ] {
         let (result, calls) = vet(vec![addrs(&["93.184.216.34"])], &[], host).await;
         assert!(result.is_err(), "{host}");
         assert!(calls.is_empty(), "{host} was resolved: {calls:?}");
@@ -326,7 +446,11 @@ async fn scripted_resolution() {
 #[tokio::test]
 async fn a_hanging_resolver_is_bounded_by_the_callers_deadline() {
     let guard = Guard::with_resolver(&NetPolicy::default(), Scripted::new([Answer::Hang]));
-    let outcome = tokio::time::timeout(Duration::from_millis(100), guard.vet("slow.test", &Chain::new())).await;
+    let outcome = tokio::time::timeout(
+        Duration::from_millis(100),
+        guard.vet("slow.test", &Chain::new()),
+    )
+    .await;
     assert!(outcome.is_err(), "the guard has no timeout of its own");
 }
 
@@ -337,7 +461,10 @@ async fn proxy_style_connects() {
     let guard = Guard::new(&NetPolicy::with_allow([format!("{SERVER_IP}/32")]));
 
     let mut chain = Chain::intranet();
-    let connection = guard.connect(SERVER_IP, server.port(), &mut chain).await.unwrap();
+    let connection = guard
+        .connect(SERVER_IP, server.port(), &mut chain)
+        .await
+        .unwrap();
     assert_eq!(connection.stream.peer_addr().unwrap(), connection.peer);
     assert!(connection.exempted);
     assert_eq!(chain.hops(), [format!("{SERVER_IP}:{}", server.port())]);
@@ -346,20 +473,42 @@ async fn proxy_style_connects() {
         .connect(SERVER_IP, server.port(), &mut Chain::public())
         .await
         .unwrap_err();
-    assert_eq!(kind(&refusal), format!("chain-start 127.0.0.2/32 {SERVER_IP}"));
+    assert_eq!(
+        kind(&refusal),
+        format!("chain-start 127.0.0.0/8 {SERVER_IP}")
+    );
 
     // A fresh chain's first hop may use the allow list, and then later hops may too.
     let mut chain = Chain::new();
-    guard.connect(SERVER_IP, server.port(), &mut chain).await.unwrap();
+    guard
+        .connect(SERVER_IP, server.port(), &mut chain)
+        .await
+        .unwrap();
     assert_eq!(chain.started_in_intranet(), Some(true));
-    guard.connect(SERVER_IP, server.port(), &mut chain).await.unwrap();
+    guard
+        .connect(SERVER_IP, server.port(), &mut chain)
+        .await
+        .unwrap();
 
     // CONNECT-style spellings go through the same WHATWG host parser.
-    for host in ["127.0.0.1", "0x7f.1", "2130706433", "[::1]", "localhost", "LOCALHOST."] {
-        let refusal = guard.connect(host, server.port(), &mut Chain::new()).await.unwrap_err();
+    for host in [
+        "127.0.0.1",
+        "0x7f.1",
+        "2130706433",
+        "[::1]",
+        "localhost",
+        "LOCALHOST.",
+    ] {
+        let refusal = guard
+            .connect(host, server.port(), &mut Chain::new())
+            .await
+            .unwrap_err();
         assert!(refusal.rule().is_policy(), "{host}: {refusal}");
     }
-    let refusal = guard.connect(SERVER_IP, 25, &mut Chain::new()).await.unwrap_err();
+    let refusal = guard
+        .connect(SERVER_IP, 25, &mut Chain::new())
+        .await
+        .unwrap_err();
     assert_eq!(kind(&refusal), "port 25");
 }
 
@@ -370,9 +519,15 @@ async fn a_closed_port_is_unreachable_not_a_policy_refusal() {
         listener.local_addr().unwrap().port()
     };
     let guard = Guard::new(&NetPolicy::with_allow([SERVER_IP]));
-    let refusal = guard.connect(SERVER_IP, port, &mut Chain::new()).await.unwrap_err();
+    let refusal = guard
+        .connect(SERVER_IP, port, &mut Chain::new())
+        .await
+        .unwrap_err();
     assert!(!refusal.rule().is_policy());
-    assert!(refusal.to_string().starts_with("could not connect"), "{refusal}");
+    assert!(
+        refusal.to_string().starts_with("could not connect"),
+        "{refusal}"
+    );
 }
 
 #[test]

@@ -8,7 +8,10 @@ use vak_tool_net::guard::{Chain, Guard, Rule};
 fn verdict_of(guard: &Guard, input: &str) -> (bool, String) {
     match guard.check_url(input, &Chain::new()) {
         Ok(url) => (true, url.to_string()),
-        Err(refusal) => (false, format!("{:?}", std::mem::discriminant(refusal.rule()))),
+        Err(refusal) => (
+            false,
+            format!("{:?}", std::mem::discriminant(refusal.rule())),
+        ),
     }
 }
 
@@ -31,10 +34,21 @@ fn host() -> impl Strategy<Value = String> {
 
 fn url() -> impl Strategy<Value = String> {
     (
-        prop_oneof![Just("http"), Just("https"), Just("HTTP"), Just("file"), Just("gopher"), Just("")],
+        prop_oneof![
+            Just("http"),
+            Just("https"),
+            Just("HTTP"),
+            Just("file"),
+            Just("gopher"),
+            Just("")
+        ],
         prop_oneof![Just(""), Just("user@"), Just("u:p@"), Just(":@")],
         host(),
-        prop_oneof![Just(String::new()), any::<u16>().prop_map(|p| format!(":{p}")), "\\:[0-9]{1,6}"],
+        prop_oneof![
+            Just(String::new()),
+            any::<u16>().prop_map(|p| format!(":{p}")),
+            "\\:[0-9]{1,6}"
+        ],
         "[/a-z0-9?#%.\\\\]{0,12}",
     )
         .prop_map(|(scheme, userinfo, host, port, path)| {

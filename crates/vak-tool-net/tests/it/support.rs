@@ -56,7 +56,9 @@ impl Drop for Server {
 }
 
 impl Server {
-    pub(crate) async fn start(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> Self {
+    pub(crate) async fn start(
+        handler: impl Fn(&Received) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         Self::start_with(Arc::new(handler), None).await
     }
 
@@ -182,7 +184,11 @@ pub(crate) fn head_only(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
 }
 
 pub(crate) fn html(body: &str) -> Reply {
-    response("200 OK", &[("Content-Type", "text/html; charset=utf-8")], body.as_bytes())
+    response(
+        "200 OK",
+        &[("Content-Type", "text/html; charset=utf-8")],
+        body.as_bytes(),
+    )
 }
 
 pub(crate) fn redirect(status: &str, location: &str) -> Reply {
@@ -263,7 +269,12 @@ pub(crate) fn limits(deadline: Duration, body: usize) -> OutputLimits {
 }
 
 /// Calls `tool` with `url` and `format` in a context that allows the test server.
-pub(crate) async fn fetch_with(tool: &WebFetch, ctx: &ToolContext, url: &str, format: &str) -> ToolOutput {
+pub(crate) async fn fetch_with(
+    tool: &WebFetch,
+    ctx: &ToolContext,
+    url: &str,
+    format: &str,
+) -> ToolOutput {
     tool.call(json!({"url": url, "format": format}), ctx).await
 }
 

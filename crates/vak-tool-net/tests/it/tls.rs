@@ -44,7 +44,11 @@ async fn https_by_address_sends_no_sni() {
     let out = fetch_with(&tool, &context(&dir), &server.url("/"), "markdown").await;
     assert!(!out.is_error, "{out:?}");
     assert!(out.text_content().ends_with("# Secure"));
-    assert_eq!(server.requests()[0].sni, None, "rustls sends no SNI for an address");
+    assert_eq!(
+        server.requests()[0].sni,
+        None,
+        "rustls sends no SNI for an address"
+    );
 }
 
 #[tokio::test]
@@ -62,7 +66,10 @@ async fn https_by_name_sends_sni_and_host() {
     let request = &server.requests()[0];
     assert_eq!(request.sni.as_deref(), Some("test.example"));
     let head = request.head.to_ascii_lowercase();
-    assert!(head.contains(&format!("host: test.example:{}\r\n", server.port())), "{head}");
+    assert!(
+        head.contains(&format!("host: test.example:{}\r\n", server.port())),
+        "{head}"
+    );
 }
 
 #[tokio::test]
@@ -71,7 +78,10 @@ async fn an_untrusted_certificate_fails() {
     let out = fetch(&server.url("/")).await;
     assert!(out.is_error);
     let text = out.text_content();
-    assert!(text.contains("TLS handshake") && text.contains("certificate"), "{text}");
+    assert!(
+        text.contains("TLS handshake") && text.contains("certificate"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -81,8 +91,12 @@ async fn a_certificate_for_another_name_fails() {
     let tool = WebFetch::new()
         .with_extra_roots(roots)
         .with_resolver(Scripted::new([addrs(&["127.0.0.2"])]));
-    let ctx = context(&dir).with_net_policy(vak_tool_core::NetPolicy::with_allow(["other.example"]));
+    let ctx =
+        context(&dir).with_net_policy(vak_tool_core::NetPolicy::with_allow(["other.example"]));
     let url = format!("https://other.example:{}/", server.port());
     let out = fetch_with(&tool, &ctx, &url, "raw").await;
-    assert!(out.is_error && out.text_content().contains("TLS handshake"), "{out:?}");
+    assert!(
+        out.is_error && out.text_content().contains("TLS handshake"),
+        "{out:?}"
+    );
 }

@@ -30,26 +30,70 @@ fn cases() -> Vec<(&'static str, String, Want)> {
     vec![
         ("empty", String::new(), Want::Whole),
         ("one short line", "hello\n".to_owned(), Want::Whole),
-        ("exactly the limit", "abcd\n".repeat(WINDOW_CHARS / 5), Want::Whole),
-        ("exactly the limit in emoji", "😀".repeat(WINDOW_CHARS), Want::Whole),
-        ("one over the limit", format!("{}z", "abcd\n".repeat(WINDOW_CHARS / 5)), Want::Lines),
-        ("one over, one line", "a".repeat(WINDOW_CHARS + 1), Want::Chars),
+        (
+            "exactly the limit",
+            "abcd\n".repeat(WINDOW_CHARS / 5),
+            Want::Whole,
+        ),
+        (
+            "exactly the limit in emoji",
+            "😀".repeat(WINDOW_CHARS),
+            Want::Whole,
+        ),
+        (
+            "one over the limit",
+            format!("{}z", "abcd\n".repeat(WINDOW_CHARS / 5)),
+            Want::Lines,
+        ),
+        (
+            "one over, one line",
+            "a".repeat(WINDOW_CHARS + 1),
+            Want::Chars,
+        ),
         ("seq 1 50000", seq(1, 50_000), Want::Lines),
         ("one 1 MiB line", giant.clone(), Want::Chars),
-        ("one 1 MiB line with its newline", format!("{giant}\n"), Want::Chars),
-        ("1 MiB line in the middle", format!("{short}{giant}\n{short}"), Want::Lines),
+        (
+            "one 1 MiB line with its newline",
+            format!("{giant}\n"),
+            Want::Chars,
+        ),
+        (
+            "1 MiB line in the middle",
+            format!("{short}{giant}\n{short}"),
+            Want::Lines,
+        ),
         ("giant first line", format!("{giant}\n{short}"), Want::Chars),
         ("giant last line", format!("{short}{giant}"), Want::Chars),
-        ("giant last line with its newline", format!("{short}{giant}\n"), Want::Chars),
-        ("CRLF lines", "a line, ended the Windows way\r\n".repeat(3000), Want::Lines),
-        ("CRLF giant line", format!("{}\r\n", "y".repeat(100_000)).repeat(3), Want::Chars),
-        ("CJK lines", "漢字かな交じり文の行\n".repeat(10_000), Want::Lines),
+        (
+            "giant last line with its newline",
+            format!("{short}{giant}\n"),
+            Want::Chars,
+        ),
+        (
+            "CRLF lines",
+            "a line, ended the Windows way\r\n".repeat(3000),
+            Want::Lines,
+        ),
+        (
+            "CRLF giant line",
+            format!("{}\r\n", "y".repeat(100_000)).repeat(3),
+            Want::Chars,
+        ),
+        (
+            "CJK lines",
+            "漢字かな交じり文の行\n".repeat(10_000),
+            Want::Lines,
+        ),
         ("emoji lines", "😀🎉 done ✓\n".repeat(10_000), Want::Lines),
         ("one CJK line", "漢".repeat(100_000), Want::Chars),
         ("one emoji line", "👍🏽".repeat(50_000), Want::Chars),
         ("only newlines", "\n".repeat(100_000), Want::Lines),
         ("only CRLFs", "\r\n".repeat(100_000), Want::Lines),
-        ("no final newline", format!("{}last", seq(1, 40_000)), Want::Lines),
+        (
+            "no final newline",
+            format!("{}last", seq(1, 40_000)),
+            Want::Lines,
+        ),
     ]
 }
 
@@ -69,7 +113,10 @@ fn edge_cases_at_the_default_limit() {
             // Most of the budget is used, and neither end is starved (whole lines may leave
             // room unused when the next line is longer than what is left).
             let shown = out.chars().count();
-            assert!(shown > WINDOW_CHARS / 2, "{name}: only {shown} characters shown");
+            assert!(
+                shown > WINDOW_CHARS / 2,
+                "{name}: only {shown} characters shown"
+            );
             let (head, tail) = (parts.head.chars().count(), parts.tail.chars().count());
             assert!(tail >= WINDOW_CHARS / 4, "{name}: tail of {tail}");
             assert!(head >= WINDOW_CHARS / 4, "{name}: head of {head}");
@@ -91,7 +138,10 @@ fn parts_of<'a>(text: &'a str, out: &'a str) -> Parts<'a> {
 #[test]
 fn short_texts_are_borrowed_not_copied() {
     let text = "x\n".repeat(WINDOW_CHARS / 2);
-    assert!(matches!(window(&text, &Recall { call_id: "c" }), Cow::Borrowed(_)));
+    assert!(matches!(
+        window(&text, &Recall { call_id: "c" }),
+        Cow::Borrowed(_)
+    ));
     assert!(matches!(bounded(&text), Cow::Borrowed(_)));
     assert!(matches!(window_with("", 0, None), Cow::Borrowed("")));
 }
@@ -105,7 +155,10 @@ fn seq_keeps_whole_lines_from_both_ends() {
     assert!(parts.tail.ends_with("49999\n50000\n"));
     // The tail gets as much as the head, give or take the line that did not fit.
     assert!(parts.tail.len() + "50000\n".len() >= parts.head.len());
-    assert_eq!(parts.omitted, vak_window::lines(&text, parts.first, parts.last));
+    assert_eq!(
+        parts.omitted,
+        vak_window::lines(&text, parts.first, parts.last)
+    );
     assert!(parts.omitted.starts_with(&format!("{}\n", parts.first)));
     assert!(parts.omitted.ends_with(&format!("\n{}\n", parts.last)));
 }
@@ -160,7 +213,10 @@ fn crlf_is_never_split() {
     for limit in 150..900 {
         let out = window_checked(&text, limit, Some("c"));
         if let Shape::Cut(parts) = check(&text, limit, Some("c"), &out) {
-            assert!(!parts.omitted.starts_with('\n') && !parts.omitted.ends_with('\r'), "{limit}");
+            assert!(
+                !parts.omitted.starts_with('\n') && !parts.omitted.ends_with('\r'),
+                "{limit}"
+            );
         }
     }
 }
@@ -190,7 +246,10 @@ fn only_newlines() {
     let out = window(&text, &Recall { call_id: "c" });
     let parts = parts_of(&text, &out);
     assert_eq!(parts.unit, Unit::Lines);
-    assert_eq!(parts.head.len() + parts.tail.len() + parts.omitted.len(), 100_000);
+    assert_eq!(
+        parts.head.len() + parts.tail.len() + parts.omitted.len(),
+        100_000
+    );
     assert_eq!(parts.last, 100_000 - parts.tail.len());
 }
 
@@ -222,7 +281,15 @@ fn tiny_limits_give_the_marker_cut_to_the_limit() {
 #[test]
 fn awkward_call_ids_stay_on_the_marker_line_as_json() {
     let text = seq(1, 50_000);
-    for id in ["", "a\"b", "back\\slash", "new\nline", "tab\there", "ünïcödé-😀", &"long".repeat(500)] {
+    for id in [
+        "",
+        "a\"b",
+        "back\\slash",
+        "new\nline",
+        "tab\there",
+        "ünïcödé-😀",
+        &"long".repeat(500),
+    ] {
         window_checked(&text, WINDOW_CHARS, Some(id));
     }
     // A call id longer than the limit itself: the marker alone, cut to the limit.
@@ -243,7 +310,10 @@ fn windowing_a_window_changes_nothing() {
 #[test]
 fn snapshot_of_a_small_window() {
     let text = seq(1, 100);
-    insta::assert_snapshot!("lines", window_with(&text, 200, Some(&Recall { call_id: "c42" })));
+    insta::assert_snapshot!(
+        "lines",
+        window_with(&text, 200, Some(&Recall { call_id: "c42" }))
+    );
     let text = format!("{}\n{}", "{\"k\":[".repeat(40), "done\n");
     insta::assert_snapshot!("chars", window_with(&text, 200, None));
 }

@@ -42,19 +42,35 @@ pub(crate) fn window_checked(text: &str, limit: usize, call_id: Option<&str>) ->
     check(text, limit, call_id, &out);
     // Idempotence: a window is at most `limit` characters, so windowing it again is the
     // identity.
-    assert!(window_with(&out, limit, recall.as_ref()) == out.as_str(), "not idempotent");
+    assert!(
+        window_with(&out, limit, recall.as_ref()) == out.as_str(),
+        "not idempotent"
+    );
     out
 }
 
 /// Checks `out`, the window of `text` with `limit`, against every rule; returns its shape.
-pub(crate) fn check<'a>(text: &'a str, limit: usize, call_id: Option<&str>, out: &'a str) -> Shape<'a> {
+pub(crate) fn check<'a>(
+    text: &'a str,
+    limit: usize,
+    call_id: Option<&str>,
+    out: &'a str,
+) -> Shape<'a> {
     let out_chars = out.chars().count();
-    assert!(out_chars <= limit, "window of {out_chars} characters, limit {limit}");
+    assert!(
+        out_chars <= limit,
+        "window of {out_chars} characters, limit {limit}"
+    );
     if text.chars().count() <= limit {
-        assert!(out == text, "a text within the limit must come back unchanged");
+        assert!(
+            out == text,
+            "a text within the limit must come back unchanged"
+        );
         return Shape::Whole;
     }
-    let markers: Vec<usize> = line_starts(out).filter(|&at| out[at..].starts_with(MARKER_PREFIX)).collect();
+    let markers: Vec<usize> = line_starts(out)
+        .filter(|&at| out[at..].starts_with(MARKER_PREFIX))
+        .collect();
     // Every marker line ends with a newline; without one, it is a marker cut to a tiny limit.
     let Some((start, end)) = markers
         .first()
@@ -64,7 +80,11 @@ pub(crate) fn check<'a>(text: &'a str, limit: usize, call_id: Option<&str>, out:
         return Shape::MarkerOnly;
     };
     if !text.contains(MARKER_PREFIX) {
-        assert_eq!(markers.len(), 1, "exactly one marker line expected in {out:?}");
+        assert_eq!(
+            markers.len(),
+            1,
+            "exactly one marker line expected in {out:?}"
+        );
     }
     let marker = &out[start..end];
     let tail = &out[end + 1..];
@@ -72,16 +92,30 @@ pub(crate) fn check<'a>(text: &'a str, limit: usize, call_id: Option<&str>, out:
     let head = match parsed.unit {
         Unit::Lines => {
             let head = &out[..start];
-            assert!(head.is_empty() || head.ends_with('\n'), "a line head ends a line: {head:?}");
-            assert_eq!(head.matches('\n').count(), parsed.first - 1, "head lines vs marker");
+            assert!(
+                head.is_empty() || head.ends_with('\n'),
+                "a line head ends a line: {head:?}"
+            );
+            assert_eq!(
+                head.matches('\n').count(),
+                parsed.first - 1,
+                "head lines vs marker"
+            );
             head
         }
         Unit::Chars => {
             let head_chars = parsed.first - 1;
-            let head_len = out.char_indices().nth(head_chars).map_or(out.len(), |(at, _)| at);
+            let head_len = out
+                .char_indices()
+                .nth(head_chars)
+                .map_or(out.len(), |(at, _)| at);
             let head = &out[..head_len];
             let gap = &out[head_len..start];
-            let want_gap = if head.is_empty() || head.ends_with('\n') { "" } else { "\n" };
+            let want_gap = if head.is_empty() || head.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
             assert_eq!(gap, want_gap, "between a cut head and the marker");
             head
         }
@@ -92,14 +126,25 @@ pub(crate) fn check<'a>(text: &'a str, limit: usize, call_id: Option<&str>, out:
     };
     assert!(!omitted.is_empty(), "the marker names nothing: {marker}");
     let rebuilt = format!("{head}{omitted}{tail}");
-    assert!(rebuilt == text, "head + omitted + tail differs from the text\nmarker: {marker}");
+    assert!(
+        rebuilt == text,
+        "head + omitted + tail differs from the text\nmarker: {marker}"
+    );
     assert_eq!(parsed.bytes, omitted.len(), "marker size in bytes");
+    check_human(&parsed.human, parsed.bytes);
     let count = parsed.last - parsed.first + 1;
     assert_eq!(parsed.count, count, "marker count");
     match parsed.unit {
         Unit::Lines => {
-            assert_eq!(omitted.split_inclusive('\n').count(), count, "omitted lines");
-            assert!(tail.is_empty() || omitted.ends_with('\n'), "the tail starts a line");
+            assert_eq!(
+                omitted.split_inclusive('\n').count(),
+                count,
+                "omitted lines"
+            );
+            assert!(
+                tail.is_empty() || omitted.ends_with('\n'),
+                "the tail starts a line"
+            );
         }
         Unit::Chars => assert_eq!(omitted.chars().count(), count, "omitted characters"),
     }
@@ -134,17 +179,46 @@ pub(crate) fn check<'a>(text: &'a str, limit: usize, call_id: Option<&str>, out:
 fn check_marker_only(text: &str, limit: usize, out: &str) {
     let n = text.split_inclusive('\n').count();
     let noun = if n == 1 { "line" } else { "lines" };
-    let opening = format!("{MARKER_PREFIX}lines 1–{n} omitted ({n} {noun}, {} byte", text.len());
+    let opening = format!(
+        "{MARKER_PREFIX}lines 1–{n} omitted ({n} {noun}, {} byte",
+        text.len()
+    );
     assert!(
         opening.starts_with(out) || out.starts_with(&opening),
         "a marker-only window names the whole text: {out:?}"
     );
-    assert_eq!(out.chars().count(), limit, "only a marker that does not fit is cut");
+    assert_eq!(
+        out.chars().count(),
+        limit,
+        "only a marker that does not fit is cut"
+    );
+}
+
+/// The size for people reads `N B` below 1 KiB, else one decimal and a binary unit, and says
+/// about as much as the exact count.
+fn check_human(human: &str, bytes: usize) {
+    let (number, unit) = human.split_once(' ').expect("number and unit");
+    if bytes < 1024 {
+        assert_eq!(human, format!("{bytes} B"));
+        return;
+    }
+    let power = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+        .iter()
+        .position(|u| *u == unit);
+    let power = power.unwrap_or_else(|| panic!("unit of {human:?}")) as i32 + 1;
+    let (whole, tenth) = number.split_once('.').expect("one decimal");
+    assert_eq!(tenth.len(), 1, "{human}");
+    let value: f64 = format!("{whole}.{tenth}").parse().expect("a number");
+    assert!((1.0..1024.0).contains(&value), "{human}");
+    let exact = bytes as f64 / 1024f64.powi(power);
+    assert!((value - exact).abs() <= 0.051, "{human} for {bytes} bytes");
 }
 
 /// Byte offsets where lines of `text` start.
 fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
-    std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).filter(move |&at| at < text.len())
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .filter(move |&at| at < text.len())
 }
 
 /// The numbers of a marker line.

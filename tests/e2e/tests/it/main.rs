@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod commitments;
+mod robustness;
 mod workflow;
 
 use serde_json::json;

@@ -36,8 +36,7 @@ impl Session {
 /// The 16-hex-digit content hash at the end of a `read` result.
 fn hash_in(text: &str) -> String {
     text.split(|c: char| !c.is_ascii_hexdigit())
-        .filter(|word| word.len() == 16)
-        .last()
+        .rfind(|word| word.len() == 16)
         .expect("read printed no content hash")
         .to_owned()
 }
@@ -122,6 +121,6 @@ async fn no_tool_reaches_outside_the_workspace() {
             out.text_content()
         );
     }
-    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+    assert_eq!(std::fs::read_to_string(secret).unwrap(), "secret");
     assert!(!outside.path().join("new.txt").exists());
 }

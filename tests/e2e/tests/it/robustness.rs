@@ -1,0 +1,1494 @@
+//! The panic hunt, through the facade: every tool fed hostile and arbitrary arguments on a
+//! workspace full of awkward files.
+//!
+//! The standard: bad input (wrong JSON, a path outside the workspace, a binary file, an invalid
+//! regex, a private URL, a hostile process) gets a clear error result and loses nothing. The
+//! registry catches a panic and turns it into an error result, but a panic is still a bug, so
+//! every call here checks that
+//!
+//! - it returns (a generous timeout: a hang is a bug too),
+//! - its text does not carry the registry's panic text,
+//! - an error result has something to say,
+//! - nothing outside the workspace changed (a sibling folder is compared byte for byte).
+//!
+//! Two halves: property tests ([`hunt`]) with arguments drawn from a strategy that mixes
+//! well-shaped arguments carrying hostile values with random JSON, and a table of the standard's
+//! bad inputs with the words each error must say.
+//!
+//! Nothing here reaches the network or runs an arbitrary command: `webfetch` and `browse` only
+//! get URLs the guard refuses before any connection (private and loopback addresses, odd
+//! schemes, malformed URLs) or hosts under `.invalid`, which never resolve; `bash` only gets
+//! commands from a fixed list of harmless ones. Random object keys never spell `command` or
+//! `url`, so random JSON cannot smuggle either in.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner};
+use serde_json::{Map, Value, json};
+use vak_tools::commitments::CommitmentLedger;
+use vak_tools::{Config, Registry, ToolContext, ToolOutput, registry};
+
+/// What the registry says when a tool panicked (crates/vak-tool-core/src/registry.rs).
+const PANIC_TEXT: &str = "failed with an internal error";
+/// Generous: the machine is shared and slow; no tool here should need more than a second or two.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// The fixture: `<root>/ws` is the workspace, `<root>/outside` must never change.
+// ---------------------------------------------------------------------------------------------
+
+/// A 1×1 RGBA PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
+
+/// Paths inside the workspace that the strategies aim at.
+const FIXTURE_PATHS: &[&str] = &[
+    "a.txt",
+    "crlf.txt",
+    "no_newline.txt",
+    "empty.txt",
+    "bin.dat",
+    "image.png",
+    "broken.png",
+    "fake.gif",
+    "latin1.txt",
+    "utf16.txt",
+    "bom.txt",
+    "long_line.txt",
+    "many_lines.txt",
+    "noperm.txt",
+    "fifo",
+    "dir",
+    "dir/b.rs",
+    "dir/sub",
+    "dir/sub/c.md",
+    "dir/sub/deep/leaf.txt",
+    "dir/sub/up",
+    "dir/sub/up/a.txt",
+    "dir with space/ünïcödé.txt",
+    ".hidden/secret.txt",
+    "escape",
+    "escape/sentinel.txt",
+    "escape/new.txt",
+    "escape_file",
+    "loop_a",
+    "loop_b/x",
+    "self_loop",
+    "inside_link",
+    "dangling",
+    "new.txt",
+    "new_dir/deeper/new.txt",
+    "../outside/sentinel.txt",
+    "../outside/new.txt",
+    "../outside",
+    "..",
+    ".",
+    "./",
+    "/",
+    "/etc/passwd",
+    "/etc",
+    "/proc/self/mem",
+    "/dev/zero",
+    "/dev/stdin",
+    "/tmp",
+    "~",
+    "~/.bashrc",
+    "",
+    " ",
+    "a.txt\0",
+    "a\0b",
+    "a.txt/",
+    "a.txt/.",
+    "a.txt/..",
+    "dir//sub///c.md",
+    "dir/./sub/../sub/c.md",
+    "dir/sub/../../../outside/sentinel.txt",
+    "C:\\Windows\\win.ini",
+    "\\\\server\\share",
+    "file:///etc/passwd",
+    ".vak",
+    ".vak/scratch",
+];
+
+/// Path components the strategies join into new paths.
+const COMPONENTS: &[&str] = &[
+    "a.txt",
+    "dir",
+    "sub",
+    "deep",
+    "up",
+    "escape",
+    "loop_a",
+    "self_loop",
+    "..",
+    ".",
+    "",
+    "x",
+    "ünï",
+    "bin.dat",
+    "fifo",
+    "outside",
+    "sentinel.txt",
+    "*",
+    "\u{202e}gnp.exe",
+];
+
+/// Strings that have broken parsers before.
+const WEIRD: &[&str] = &[
+    "",
+    " ",
+    "\0",
+    "a\0b",
+    "\n",
+    "\r\n",
+    "\r",
+    "\t",
+    "..",
+    "../..",
+    "/",
+    "//",
+    "\\",
+    "~",
+    "$HOME",
+    "${HOME}",
+    "%s%n",
+    "\u{feff}",
+    "\u{202e}",
+    "\u{200b}",
+    "\u{fffd}",
+    "\u{10ffff}",
+    "é",
+    "e\u{301}",
+    "ß",
+    "İ",
+    "😀",
+    "👩‍👩‍👧",
+    "日本語",
+    "עברית",
+    "*",
+    "**",
+    "**/",
+    "**/*",
+    "{",
+    "}",
+    "{a,",
+    "{,}",
+    "{{{{{{{{{{",
+    "[",
+    "]",
+    "[!]",
+    "[z-a]",
+    "[^]",
+    "(",
+    ")",
+    "(?",
+    "(?P<>)",
+    "\\p{Nope}",
+    "\\",
+    "a{99999999}",
+    "a{1000}{1000}{1000}",
+    "(a*)*b",
+    "(?i)",
+    "^",
+    "$",
+    "\\b",
+    "\\z",
+    "(?m)^$",
+    "",
+    "x{2,1}",
+    "\\1",
+    "(?<=a)b",
+    "null",
+    "true",
+    "-1",
+    "0",
+    "NaN",
+    "1e999",
+];
+
+/// Text the fixture holds, so that `edit` and `grep` sometimes find what they look for.
+const SNIPPETS: &[&str] = &[
+    "hello",
+    "hello world",
+    "world",
+    "line",
+    "second line\n",
+    "third line with é",
+    "one\r\ntwo",
+    "one\ntwo",
+    "two\r\n",
+    "\n",
+    "\r\n",
+    "é",
+    "caf",
+    "a",
+    "x",
+    "fn main",
+    "# Title",
+    "last line without newline",
+    "",
+];
+
+/// Harmless shell commands: nothing here writes, reaches the network or runs long.
+const SAFE_COMMANDS: &[&str] = &[
+    "echo hello",
+    "echo 'ünïcödé ✓ 😀'",
+    r"printf '\x00\xff\xfe\x80\n'",
+    r"printf '\r\n\r\x1b[31mred\x1b[0m'",
+    "printf 'no newline'",
+    "exit 0",
+    "exit 1",
+    "exit 255",
+    "exit 300",
+    "kill -9 $$",
+    "kill -TERM $$",
+    "kill -STOP $$",
+    "cat /dev/null",
+    "sleep 0.1 &",
+    "(sleep 0.1 &); echo spawned",
+    "true",
+    "false",
+    "echo err >&2",
+    "pwd",
+    "ls",
+    "echo \"$TMPDIR\"",
+    "yes | head -c 300000",
+    "head -c 2000 /dev/zero",
+    ":",
+    "   ",
+    "",
+    "# only a comment",
+    "echo \"unterminated",
+    "cat a.txt",
+    "cat bin.dat",
+    "exec 1>&-; echo closed",
+    "trap '' TERM; echo ignoring",
+];
+
+/// Hosts the network guard refuses without connecting, or that never resolve.
+const REFUSED_HOSTS: &[&str] = &[
+    "127.0.0.1",
+    "127.1",
+    "0x7f.1",
+    "0x7f000001",
+    "2130706433",
+    "017700000001",
+    "[::1]",
+    "[::]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[fe80::1]",
+    "[fe80::1%25eth0]",
+    "[fc00::1]",
+    "[fd00::1]",
+    "0.0.0.0",
+    "0",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "100.64.0.1",
+    "169.254.169.254",
+    "[fd00:ec2::254]",
+    "198.18.0.1",
+    "224.0.0.1",
+    "255.255.255.255",
+    "localhost",
+    "LOCALHOST",
+    "a.localhost",
+    "localhost.",
+    "metadata.google.internal",
+    "user:pw@example.invalid",
+    "user@127.0.0.1",
+    "example.invalid",
+    "EXAMPLE.INVALID",
+    "ｅｘａｍｐｌｅ.invalid",
+    "xn--nxasmq6b.invalid",
+    "a..b.invalid",
+    "%00.invalid",
+    "-.invalid",
+];
+
+/// Whole URLs refused before any connection.
+const REFUSED_URLS: &[&str] = &[
+    "http://127.0.0.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::1]/",
+    "http://localhost:8080/",
+    "file:///etc/passwd",
+    "ftp://example.invalid/",
+    "javascript:alert(1)",
+    "data:text/html,<h1>hi</h1>",
+    "about:blank",
+    "chrome://settings",
+    "view-source:http://127.0.0.1/",
+    "gopher://127.0.0.1:70/",
+    "ws://127.0.0.1/",
+    "",
+    " ",
+    "not a url",
+    "http://",
+    "http:///",
+    "http:",
+    "//example.invalid/",
+    "example.invalid",
+    "http://example.invalid:0/",
+    "http://example.invalid:6000/",
+    "http://example.invalid:65536/",
+    "http://example.invalid:abc/",
+    "http://ex ample.invalid/",
+    "http://[::1/",
+    "http://\0.invalid/",
+    "https://example.invalid/\u{202e}/?q=%00#frag",
+];
+
+struct Fixture {
+    /// Holds `ws/` and `outside/`; removed on drop.
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    ctx: ToolContext,
+    before: Snapshot,
+}
+
+/// Everything under a folder, symbolic links not followed.
+type Snapshot = BTreeMap<PathBuf, Entry>;
+
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Link(PathBuf),
+    Other,
+}
+
+fn snapshot(dir: &Path) -> Snapshot {
+    fn walk(dir: &Path, into: &mut Snapshot) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let kind = if meta.file_type().is_symlink() {
+                Entry::Link(std::fs::read_link(&path).unwrap_or_default())
+            } else if meta.is_dir() {
+                walk(&path, into);
+                Entry::Dir
+            } else if meta.is_file() {
+                Entry::File(std::fs::read(&path).unwrap_or_default())
+            } else {
+                Entry::Other
+            };
+            into.insert(path, kind);
+        }
+    }
+    let mut into = Snapshot::new();
+    walk(dir, &mut into);
+    into
+}
+
+impl Fixture {
+    fn new(config: &Config) -> Self {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+
+        let root = tempfile::tempdir().unwrap();
+        let root_path = root.path().canonicalize().unwrap();
+        let ws = root_path.join("ws");
+        let outside = root_path.join("outside");
+        let write = |path: &str, bytes: &[u8]| {
+            let path = ws.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        };
+
+        std::fs::create_dir_all(outside.join("dir")).unwrap();
+        std::fs::write(outside.join("sentinel.txt"), "do not touch\n").unwrap();
+        std::fs::write(outside.join("dir/inner.txt"), "nor this\n").unwrap();
+
+        write(
+            "a.txt",
+            "hello world\nsecond line\nthird line with é\n".as_bytes(),
+        );
+        write("crlf.txt", b"one\r\ntwo\r\nthree\r\n");
+        write("no_newline.txt", b"last line without newline");
+        write("empty.txt", b"");
+        write("bin.dat", b"\x00\x01\x02hello\xff\xfe\x00world\x00\x00\x7f");
+        write("image.png", PNG);
+        write("broken.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHD");
+        write("fake.gif", b"GIF89a\xff\xff\xff");
+        write("latin1.txt", b"caf\xe9 cr\xe8me\nna\xefve line\n");
+        write("utf16.txt", b"\xff\xfeh\x00i\x00\n\x00");
+        write("bom.txt", b"\xef\xbb\xbfbom line\r\nhello\n");
+        write(
+            "long_line.txt",
+            format!("{}\n", "x".repeat(100_000)).as_bytes(),
+        );
+        let many: String = (1..=3000).map(|n| format!("line {n} hello\n")).collect();
+        write("many_lines.txt", many.as_bytes());
+        write("noperm.txt", b"secret\n");
+        std::fs::set_permissions(ws.join("noperm.txt"), PermissionsExt::from_mode(0o000)).unwrap();
+        write("dir/b.rs", b"fn main() {\n    println!(\"hello\");\n}\n");
+        write("dir/sub/c.md", b"# Title\n\nhello\n");
+        write("dir/sub/deep/leaf.txt", b"leaf hello\n");
+        write("dir with space/ünïcödé.txt", "ünïcödé hello\n".as_bytes());
+        write(".hidden/secret.txt", b"hidden hello\n");
+
+        symlink(&outside, ws.join("escape")).unwrap();
+        symlink("../outside/sentinel.txt", ws.join("escape_file")).unwrap();
+        symlink("loop_b", ws.join("loop_a")).unwrap();
+        symlink("loop_a", ws.join("loop_b")).unwrap();
+        symlink("self_loop", ws.join("self_loop")).unwrap();
+        symlink("a.txt", ws.join("inside_link")).unwrap();
+        symlink("nowhere/missing.txt", ws.join("dangling")).unwrap();
+        // A cycle for anything that walks the tree following links.
+        symlink("../..", ws.join("dir/sub/up")).unwrap();
+        make_fifo(&ws.join("fifo"));
+
+        // A commitments store where the tool looks by default, for the config that enables it.
+        let ledger = CommitmentLedger::open(ws.join(".vak/commitments.db")).unwrap();
+        let first = ledger.open_commitment("Ship the hunt ✓").unwrap();
+        ledger
+            .add_criterion(first, "No panics", Some("a green run"))
+            .unwrap();
+        let second = ledger.open_commitment("Wait for review").unwrap();
+        ledger.wait_on(second, "Dana").unwrap();
+        drop(ledger);
+
+        let ctx = config.tool_context(&ws).unwrap();
+        let before = snapshot(&outside);
+        Self {
+            _root: root,
+            ws,
+            outside,
+            ctx,
+            before,
+        }
+    }
+
+    /// The outside folder, byte for byte as it was.
+    fn outside_unchanged(&self) -> Result<(), String> {
+        let now = snapshot(&self.outside);
+        if now == self.before {
+            return Ok(());
+        }
+        let changed: Vec<_> = self
+            .before
+            .keys()
+            .chain(now.keys())
+            .filter(|path| self.before.get(*path) != now.get(*path))
+            .collect();
+        Err(format!(
+            "something outside the workspace changed: {changed:?}"
+        ))
+    }
+
+    /// Paths to try: the fixture's, absolute ones in and out of the workspace.
+    fn paths(&self) -> BoxedStrategy<String> {
+        let mut fixed: Vec<String> = FIXTURE_PATHS.iter().map(|p| (*p).to_owned()).collect();
+        for inside in ["a.txt", "dir/sub", "escape/sentinel.txt", ""] {
+            fixed.push(self.ws.join(inside).display().to_string());
+        }
+        for outside in ["sentinel.txt", "dir/inner.txt", "new.txt", ""] {
+            fixed.push(self.outside.join(outside).display().to_string());
+        }
+        prop_oneof![
+            5 => prop::sample::select(fixed),
+            2 => prop::collection::vec(prop::sample::select(COMPONENTS), 1..6)
+                .prop_map(|parts| parts.join("/")),
+            1 => weird_string(),
+        ]
+        .boxed()
+    }
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the fixture needs a FIFO, and mkfifo is the portable way to make one without unsafe"
+)]
+fn make_fifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategies.
+// ---------------------------------------------------------------------------------------------
+
+fn weird_string() -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => prop::sample::select(WEIRD).prop_map(str::to_owned),
+        2 => any::<String>(),
+        1 => "(?s).{0,24}",
+        1 => (prop::sample::select(WEIRD), prop::sample::select(WEIRD))
+            .prop_map(|(a, b)| format!("{a}{b}")),
+        1 => prop::sample::select(SNIPPETS).prop_map(str::to_owned),
+        1 => (0usize..70_000, prop::sample::select(vec!['a', 'é', '\n', '😀']))
+            .prop_map(|(n, c)| std::iter::repeat_n(c, n).collect()),
+    ]
+    .boxed()
+}
+
+fn weird_number() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            json!(0),
+            json!(1),
+            json!(2),
+            json!(-1),
+            json!(10),
+            json!(11),
+            json!(100),
+            json!(2999),
+            json!(3000),
+            json!(3001),
+            json!(600_000),
+            json!(600_001),
+            json!(i32::MAX),
+            json!(u32::MAX),
+            json!(i64::MAX),
+            json!(i64::MIN),
+            json!(u64::MAX),
+            json!(0.5),
+            json!(-0.0),
+            json!(1e308),
+            json!(-1e308),
+        ]),
+        2 => (0u64..5000).prop_map(Value::from),
+        1 => any::<i64>().prop_map(Value::from),
+        1 => any::<u64>().prop_map(Value::from),
+        1 => any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+    ]
+    .boxed()
+}
+
+/// Object keys for random JSON: never a field that runs a command or fetches a URL.
+fn random_key() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => "[a-z_]{0,10}",
+        1 => any::<String>(),
+    ]
+    .prop_filter("never `command` or `url`", |key| {
+        key != "command" && key != "url"
+    })
+    .boxed()
+}
+
+fn random_json() -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        weird_number(),
+        weird_string().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(random_key(), inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
+
+/// Random JSON that is not a string: the wrong type for `command` and `url`, never runnable.
+fn non_string_json() -> BoxedStrategy<Value> {
+    random_json()
+        .prop_map(|value| match value {
+            Value::String(text) => Value::Array(vec![Value::String(text)]),
+            other => other,
+        })
+        .boxed()
+}
+
+/// Mostly `good`, sometimes any JSON at all (the wrong type, most of the time).
+fn typed(good: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Value> {
+    prop_oneof![9 => good, 1 => random_json()].boxed()
+}
+
+fn string(strategy: impl Strategy<Value = String> + 'static) -> BoxedStrategy<Value> {
+    strategy.prop_map(Value::String).boxed()
+}
+
+fn one_of(values: &'static [&'static str]) -> BoxedStrategy<String> {
+    prop::sample::select(values).prop_map(str::to_owned).boxed()
+}
+
+/// An object with each field present four times out of five and, now and then, an unknown one.
+fn shaped(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
+    let parts: Vec<BoxedStrategy<Option<(String, Value)>>> = fields
+        .into_iter()
+        .map(|(name, value)| {
+            prop::option::weighted(0.8, value)
+                .prop_map(move |value| value.map(|value| (name.to_owned(), value)))
+                .boxed()
+        })
+        .collect();
+    let unknown = prop::option::weighted(0.1, (random_key(), random_json()));
+    (parts, unknown)
+        .prop_map(|(parts, unknown)| {
+            let mut map = Map::new();
+            for (key, value) in parts.into_iter().flatten().chain(unknown) {
+                map.insert(key, value);
+            }
+            Value::Object(map)
+        })
+        .boxed()
+}
+
+/// Well-shaped arguments most of the time; otherwise random JSON (objects with unknown keys,
+/// arrays, scalars, null).
+fn arguments(shape: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+    prop_oneof![
+        8 => shape,
+        2 => random_json(),
+        1 => prop::collection::btree_map(random_key(), random_json(), 0..5)
+            .prop_map(|map| Value::Object(map.into_iter().collect())),
+    ]
+    .boxed()
+}
+
+fn glob_pattern() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => one_of(&[
+            "*", "**", "**/*", "*.txt", "**/*.rs", "dir/**", "{a,b}.txt", "**/{*.md,*.rs}",
+            "[ab]*", "[!a]*", "?.txt", "**/up/**", "escape/**", "../**", "/etc/*", "**/../*",
+            "***", "a/**/b/**/c", "{", "[", "[z-a]", "\\", "*.{", "**/*.{txt,", "",
+        ]),
+        1 => weird_string(),
+    ]
+    .boxed()
+}
+
+fn regex_pattern() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => one_of(&[
+            "hello", "^", "$", "^$", ".", ".*", "(?i)HELLO", "\\bline\\b", "é", "\\p{L}+",
+            "line \\d+", "x{1000}", "(a|b)*c", "\\x00", "\\xff", "[^\\n]*", "(?s).", "\\r$",
+            "(", "[", "a{99999999}", "(?<=a)b", "\\1", "\\p{Nope}", "a{2,1}", "", "(?-u)\\xff",
+            "(((((((((((((((((((((a)))))))))))))))))))))", "\\n", "(?m)^hello",
+        ]),
+        1 => weird_string(),
+    ]
+    .boxed()
+}
+
+fn safe_url() -> BoxedStrategy<String> {
+    let built = (
+        one_of(&["http", "https", "HTTP", "hTTps", "ftp", "file", "ws"]),
+        prop_oneof![
+            3 => one_of(REFUSED_HOSTS),
+            1 => "[a-z0-9-]{1,20}(\\.[a-z0-9-]{1,10})?\\.invalid",
+        ],
+        one_of(&[
+            "", ":0", ":1", ":80", ":443", ":6000", ":8080", ":65535", ":65536", ":x",
+        ]),
+        weird_string(),
+    )
+        // The authority ends at the first `/`: nothing in the path can change the host.
+        .prop_map(|(scheme, host, port, path)| format!("{scheme}://{host}{port}/{path}"));
+    prop_oneof![1 => one_of(REFUSED_URLS), 2 => built].boxed()
+}
+
+fn edits() -> BoxedStrategy<Value> {
+    let snippet = || {
+        prop_oneof![3 => one_of(SNIPPETS), 1 => weird_string()]
+            .prop_map(Value::String)
+            .boxed()
+    };
+    let edit = shaped(vec![
+        ("old_text", typed(snippet())),
+        ("new_text", typed(snippet())),
+        ("replace_all", typed(any::<bool>().prop_map(Value::Bool))),
+    ]);
+    prop::collection::vec(edit, 0..4)
+        .prop_map(Value::Array)
+        .boxed()
+}
+
+/// The arguments strategy of each tool, or `None` for a tool this file does not know yet.
+fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrategy<Value>> {
+    let path = || typed(string(fixture.paths()));
+    let number = || typed(weird_number());
+    let boolean = || typed(any::<bool>().prop_map(Value::Bool));
+    let shape = match tool {
+        "read" => shaped(vec![
+            ("path", path()),
+            ("offset", number()),
+            ("limit", number()),
+        ]),
+        "write" => shaped(vec![
+            ("path", path()),
+            ("content", typed(string(weird_string()))),
+        ]),
+        "edit" => shaped(vec![
+            ("path", path()),
+            ("edits", typed(edits())),
+            (
+                "expect_hash",
+                typed(string(prop_oneof!["[0-9a-f]{16}", weird_string()])),
+            ),
+        ]),
+        "glob" => shaped(vec![
+            ("pattern", typed(string(glob_pattern()))),
+            ("path", path()),
+        ]),
+        "grep" => shaped(vec![
+            ("pattern", typed(string(regex_pattern()))),
+            ("path", path()),
+            ("include", typed(string(glob_pattern()))),
+            ("ignore_case", boolean()),
+            ("context", number()),
+            (
+                "output",
+                typed(string(one_of(&[
+                    "content", "files", "count", "", "CONTENT", "lines",
+                ]))),
+            ),
+            ("max_matches", number()),
+        ]),
+        "bash" => shaped(vec![
+            (
+                "command",
+                prop_oneof![9 => string(one_of(SAFE_COMMANDS)), 1 => non_string_json()].boxed(),
+            ),
+            (
+                "timeout_ms",
+                typed(prop::sample::select(vec![
+                    json!(1),
+                    json!(20),
+                    json!(200),
+                    json!(2000),
+                    json!(0),
+                    json!(-1),
+                    json!(600_001),
+                    json!(u64::MAX),
+                    json!(1.5),
+                ])),
+            ),
+            ("cwd", path()),
+        ]),
+        "webfetch" | "browse" => shaped(vec![
+            (
+                "url",
+                prop_oneof![9 => string(safe_url()), 1 => non_string_json()].boxed(),
+            ),
+            (
+                "format",
+                typed(string(one_of(&[
+                    "markdown", "text", "raw", "html", "", "HTML",
+                ]))),
+            ),
+        ]),
+        "commitments" => shaped(vec![
+            (
+                "status",
+                typed(string(one_of(&[
+                    "open", "blocked", "waiting", "closed", "all", "", "OPEN", "done",
+                ]))),
+            ),
+            (
+                "id",
+                typed(prop_oneof![
+                    weird_number(),
+                    string(one_of(&[
+                        "1",
+                        "#1",
+                        " # 2 ",
+                        "#0",
+                        "#-1",
+                        "#",
+                        "12abc",
+                        "#99999999999999999999",
+                        "1e3",
+                        "",
+                    ])),
+                ]),
+            ),
+        ]),
+        _ => return None,
+    };
+    Some(arguments(shape))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hunt.
+// ---------------------------------------------------------------------------------------------
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// One call, on a worker thread, so that even a tool that blocks its thread cannot stop the
+/// timeout from firing.
+fn call(
+    rt: &tokio::runtime::Runtime,
+    tools: &Registry,
+    tool: &str,
+    args: &Value,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, String> {
+    let tools = tools.clone();
+    let ctx = ctx.clone();
+    let name = tool.to_owned();
+    let owned = args.clone();
+    let task = rt.spawn(async move { tools.call(&name, owned, &ctx).await });
+    match rt.block_on(async { tokio::time::timeout(CALL_TIMEOUT, task).await }) {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(join)) => Err(format!("the call task failed outside the registry: {join}")),
+        Err(_) => Err(format!(
+            "no result within {} s (a hang)",
+            CALL_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// The checks every call must pass.
+fn judge(fixture: &Fixture, output: Result<ToolOutput, String>) -> Result<ToolOutput, String> {
+    let output = output?;
+    let text = output.text_content();
+    if text.contains(PANIC_TEXT) {
+        return Err(format!("the tool panicked: {text}"));
+    }
+    if output.is_error && text.trim().is_empty() {
+        return Err("an error result with no text".into());
+    }
+    fixture.outside_unchanged()?;
+    Ok(output)
+}
+
+/// Runs `cases` random calls of `tool` and fails with the smallest arguments that break a rule.
+fn hunt(tool: &str, config: &Config, cases: u32) {
+    let fixture = Fixture::new(config);
+    let tools = registry(config);
+    assert!(tools.get(tool).is_some(), "`{tool}` is not registered");
+    let strategy = strategy_for(tool, &fixture).expect("a strategy for every tool");
+    // Half the calls run from a sub-folder, so relative paths and `..` mean something else.
+    let sub = fixture.ctx.clone().with_cwd("dir/sub").unwrap();
+    let rt = runtime();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        // A hang costs the whole timeout per shrink step.
+        max_shrink_iters: 32,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&(strategy, any::<bool>()), |(args, from_sub)| {
+        let ctx = if from_sub { &sub } else { &fixture.ctx };
+        let output = call(&rt, &tools, tool, &args, ctx);
+        judge(&fixture, output)
+            .map(drop)
+            .map_err(|why| TestCaseError::fail(format!("{tool} {args}: {why}")))
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Err(error) = result {
+        panic!("{tool}: {error}");
+    }
+}
+
+fn commitments_config() -> Config {
+    Config::from_toml_str("[commitment]\nenabled = true\n").unwrap()
+}
+
+#[test]
+fn every_registered_tool_has_a_hunt() {
+    let config = commitments_config();
+    let fixture = Fixture::new(&config);
+    let hunted = [
+        "bash",
+        "browse",
+        "commitments",
+        "edit",
+        "glob",
+        "grep",
+        "read",
+        "webfetch",
+        "write",
+    ];
+    assert_eq!(registry(&config).names(), hunted);
+    for name in hunted {
+        assert!(strategy_for(name, &fixture).is_some(), "{name}");
+    }
+}
+
+#[test]
+fn hunt_read() {
+    hunt("read", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_write() {
+    hunt("write", &Config::default(), 96);
+}
+
+#[test]
+fn hunt_edit() {
+    hunt("edit", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_glob() {
+    hunt("glob", &Config::default(), 96);
+}
+
+#[test]
+fn hunt_grep() {
+    hunt("grep", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_bash() {
+    hunt("bash", &Config::default(), 64);
+}
+
+#[test]
+fn hunt_webfetch() {
+    hunt("webfetch", &Config::default(), 96);
+}
+
+#[test]
+fn hunt_browse() {
+    // Every URL is refused before a browser starts; few cases all the same.
+    hunt("browse", &Config::default(), 16);
+}
+
+#[test]
+fn hunt_commitments() {
+    hunt("commitments", &commitments_config(), 64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The standard's bad inputs, one row each: the error must say these words.
+// ---------------------------------------------------------------------------------------------
+
+/// (tool, arguments, words the error must contain).
+fn bad_inputs(fixture: &Fixture) -> Vec<(&'static str, Value, Vec<&'static str>)> {
+    let sentinel = fixture.outside.join("sentinel.txt").display().to_string();
+    let outside_new = fixture.outside.join("new.txt").display().to_string();
+    let one_edit = json!([{"old_text": "hello", "new_text": "bye"}]);
+    vec![
+        // Wrong JSON: not an object, wrong types, missing and unknown fields.
+        (
+            "read",
+            json!("a.txt"),
+            vec!["expected a JSON object", "a string"],
+        ),
+        (
+            "read",
+            json!([1, 2]),
+            vec!["expected a JSON object", "an array"],
+        ),
+        (
+            "read",
+            json!({"path": 3}),
+            vec!["`path`", "expected a string"],
+        ),
+        ("read", json!({}), vec!["missing field `path`"]),
+        (
+            "read",
+            json!({"path": "a.txt", "ofset": 1}),
+            vec!["unknown field `ofset`"],
+        ),
+        (
+            "read",
+            json!({"path": "a.txt", "offset": "2"}),
+            vec!["`offset`"],
+        ),
+        (
+            "read",
+            json!({"path": "a.txt", "offset": 0}),
+            vec!["offset=0"],
+        ),
+        (
+            "read",
+            json!({"path": "a.txt", "limit": -1}),
+            vec!["limit=-1"],
+        ),
+        (
+            "write",
+            json!({"path": "new.txt"}),
+            vec!["missing field `content`"],
+        ),
+        (
+            "write",
+            json!({"path": "new.txt", "content": 5}),
+            vec!["`content`"],
+        ),
+        (
+            "write",
+            json!({"path": "new.txt", "content": "x", "mode": "append"}),
+            vec!["unknown field `mode`"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt"}),
+            vec!["missing field `edits`"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": "hello"}),
+            vec!["`edits`"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": []}),
+            vec!["`edits` is empty"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": [{"old_text": "hello"}]}),
+            vec!["missing field `new_text`"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": [{"old_text": "a", "new_text": "b", "regex": true}]}),
+            vec!["unknown field `regex`"],
+        ),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": [{"old_text": 1, "new_text": "b"}]}),
+            vec!["edits[0].old_text"],
+        ),
+        ("glob", json!({}), vec!["missing field `pattern`"]),
+        ("glob", json!({"pattern": ["*"]}), vec!["`pattern`"]),
+        (
+            "grep",
+            json!({"pattern": "x", "output": "lines"}),
+            vec!["`output`", "unknown variant"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "context": -1}),
+            vec!["`context`"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "ignore_case": "yes"}),
+            vec!["`ignore_case`"],
+        ),
+        ("bash", json!({}), vec!["missing field `command`"]),
+        (
+            "bash",
+            json!({"command": ["echo", "hi"]}),
+            vec!["`command`"],
+        ),
+        (
+            "bash",
+            json!({"command": "echo hi", "timeout": 5}),
+            vec!["unknown field `timeout`"],
+        ),
+        (
+            "bash",
+            json!({"command": "echo hi", "timeout_ms": -5}),
+            vec!["`timeout_ms`"],
+        ),
+        (
+            "bash",
+            json!({"command": "echo hi", "timeout_ms": 0}),
+            vec!["`timeout_ms` is 0"],
+        ),
+        (
+            "bash",
+            json!({"command": "echo hi", "timeout_ms": 600_001}),
+            vec!["`timeout_ms` is 600001"],
+        ),
+        ("bash", json!({"command": "  "}), vec!["`command` is empty"]),
+        ("webfetch", json!({}), vec!["missing field `url`"]),
+        (
+            "webfetch",
+            json!({"url": "http://example.invalid/", "format": "pdf"}),
+            vec!["`format`", "unknown variant"],
+        ),
+        ("browse", json!({"url": 42}), vec!["`url`"]),
+        (
+            "commitments",
+            json!({"status": "done"}),
+            vec!["`status`", "unknown variant"],
+        ),
+        (
+            "commitments",
+            json!({"id": 0}),
+            vec!["`id`", "commitment number"],
+        ),
+        (
+            "commitments",
+            json!({"id": "#abc"}),
+            vec!["`id`", "commitment number"],
+        ),
+        (
+            "commitments",
+            json!({"id": 1, "verbose": true}),
+            vec!["unknown field `verbose`"],
+        ),
+        // Paths outside the workspace, directly, through `..` and through symbolic links.
+        (
+            "read",
+            json!({"path": "../outside/sentinel.txt"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "read",
+            json!({"path": sentinel}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "read",
+            json!({"path": "/etc/passwd"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "read",
+            json!({"path": "escape/sentinel.txt"}),
+            vec!["outside the workspace", "symbolic link"],
+        ),
+        (
+            "read",
+            json!({"path": "escape_file"}),
+            vec!["outside the workspace", "symbolic link"],
+        ),
+        (
+            "read",
+            json!({"path": "dir/sub/../../../outside/sentinel.txt"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "read",
+            json!({"path": "loop_a"}),
+            vec!["symbolic links", "loop"],
+        ),
+        ("read", json!({"path": ""}), vec!["the path is empty"]),
+        (
+            "write",
+            json!({"path": "../outside/new.txt", "content": "x"}),
+            vec!["outside the workspace", "Nothing was written"],
+        ),
+        (
+            "write",
+            json!({"path": outside_new, "content": "x"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "write",
+            json!({"path": "escape/sentinel.txt", "content": "x"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "write",
+            json!({"path": "escape_file", "content": "x"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "write",
+            json!({"path": "escape/new_dir/new.txt", "content": "x"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "edit",
+            json!({"path": "escape/sentinel.txt", "edits": [{"old_text": "do", "new_text": "did"}]}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "edit",
+            json!({"path": "../outside/sentinel.txt", "edits": one_edit.clone()}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "*", "path": "escape"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "*", "path": "/etc"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "do", "path": "../outside"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "do", "path": "escape_file"}),
+            vec!["outside the workspace"],
+        ),
+        (
+            "bash",
+            json!({"command": "pwd", "cwd": "../outside"}),
+            vec!["`cwd`", "outside the workspace"],
+        ),
+        (
+            "bash",
+            json!({"command": "pwd", "cwd": "escape"}),
+            vec!["`cwd`", "outside the workspace"],
+        ),
+        // Files that are not text, and things that are not files.
+        ("read", json!({"path": "bin.dat"}), vec!["binary file"]),
+        ("read", json!({"path": "dir"}), vec!["is a directory"]),
+        ("read", json!({"path": "fifo"}), vec!["not a regular file"]),
+        (
+            "read",
+            json!({"path": "missing.txt"}),
+            vec!["does not exist"],
+        ),
+        ("read", json!({"path": "broken.png"}), vec!["damaged"]),
+        (
+            "edit",
+            json!({"path": "bin.dat", "edits": one_edit.clone()}),
+            vec!["binary file"],
+        ),
+        (
+            "edit",
+            json!({"path": "image.png", "edits": one_edit.clone()}),
+            vec!["binary file"],
+        ),
+        (
+            "edit",
+            json!({"path": "dir", "edits": one_edit.clone()}),
+            vec!["is a directory"],
+        ),
+        (
+            "edit",
+            json!({"path": "fifo", "edits": one_edit.clone()}),
+            vec!["not a regular file"],
+        ),
+        (
+            "edit",
+            json!({"path": "missing.txt", "edits": one_edit.clone()}),
+            vec!["does not exist"],
+        ),
+        (
+            "write",
+            json!({"path": "dir", "content": "x"}),
+            vec!["is a directory"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "*", "path": "a.txt"}),
+            vec!["is a file"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "*", "path": "missing"}),
+            vec!["does not exist"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "path": "missing"}),
+            vec!["does not exist"],
+        ),
+        // Invalid regexes and globs.
+        ("grep", json!({"pattern": "("}), vec!["invalid regex"]),
+        ("grep", json!({"pattern": "[a-"}), vec!["invalid regex"]),
+        ("grep", json!({"pattern": "a{2,1}"}), vec!["invalid regex"]),
+        (
+            "grep",
+            json!({"pattern": "\\p{Nope}"}),
+            vec!["invalid regex"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "include": "[z"}),
+            vec!["invalid `include` glob"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "include": "{a,"}),
+            vec!["invalid `include` glob"],
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "context": 11}),
+            vec!["`context` is 11"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "[z"}),
+            vec!["invalid glob pattern"],
+        ),
+        (
+            "glob",
+            json!({"pattern": "{a,"}),
+            vec!["invalid glob pattern"],
+        ),
+        // Private URLs and schemes the guard refuses before connecting.
+        (
+            "webfetch",
+            json!({"url": "http://127.0.0.1/"}),
+            vec!["refused by the network guard", "not a public address"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+            vec!["refused by the network guard", "metadata"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://[::1]/"}),
+            vec!["refused by the network guard", "not a public address"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://10.0.0.1/"}),
+            vec!["refused by the network guard", "not a public address"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://0x7f.1/"}),
+            vec!["refused by the network guard"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://[::ffff:127.0.0.1]/"}),
+            vec!["refused by the network guard"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://localhost:8080/"}),
+            vec!["refused by the network guard", "`localhost`"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://metadata.google.internal/"}),
+            vec!["refused by the network guard", "metadata"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "file:///etc/passwd"}),
+            vec!["scheme `file`"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "https://user:pw@example.invalid/"}),
+            vec!["user name or password"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "not a url"}),
+            vec!["does not parse"],
+        ),
+        (
+            "webfetch",
+            json!({"url": "http://example.invalid/"}),
+            vec!["did not resolve"],
+        ),
+        (
+            "browse",
+            json!({"url": "http://127.0.0.1/"}),
+            vec!["refused by the network guard", "not a public address"],
+        ),
+        (
+            "browse",
+            json!({"url": "http://169.254.169.254/"}),
+            vec!["refused by the network guard", "metadata"],
+        ),
+        (
+            "browse",
+            json!({"url": "file:///etc/passwd"}),
+            vec!["scheme `file`"],
+        ),
+        // A hostile working folder for a process.
+        (
+            "bash",
+            json!({"command": "pwd", "cwd": "no/such/folder"}),
+            vec!["does not exist"],
+        ),
+        (
+            "bash",
+            json!({"command": "pwd", "cwd": "a.txt"}),
+            vec!["not a folder"],
+        ),
+        (
+            "bash",
+            json!({"command": "pwd", "cwd": "loop_a"}),
+            vec!["`cwd`", "loop"],
+        ),
+    ]
+}
+
+#[test]
+fn the_standards_bad_inputs_get_clear_errors_and_lose_nothing() {
+    let config = commitments_config();
+    let fixture = Fixture::new(&config);
+    let tools = registry(&config);
+    let inside_before = std::fs::read(fixture.ws.join("a.txt")).unwrap();
+    let rt = runtime();
+    let mut failures = Vec::new();
+    let rows = bad_inputs(&fixture);
+    for (tool, args, words) in &rows {
+        let output = call(&rt, &tools, tool, args, &fixture.ctx);
+        let verdict = judge(&fixture, output).and_then(|output| {
+            let text = output.text_content();
+            if !output.is_error {
+                return Err(format!("not an error result: {text}"));
+            }
+            match words.iter().find(|word| !text.contains(*word)) {
+                Some(word) => Err(format!("the error does not say {word:?}: {text}")),
+                None => Ok(()),
+            }
+        });
+        if let Err(why) = verdict {
+            failures.push(format!("{tool} {args}: {why}"));
+        }
+    }
+    rt.shutdown_timeout(Duration::from_secs(5));
+    // Nothing was created or changed by the refused calls.
+    assert!(!fixture.ws.join("new.txt").exists());
+    assert!(!fixture.outside.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read(fixture.ws.join("a.txt")).unwrap(),
+        inside_before
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// The fixture really is hostile: these are the conditions the hunts rely on.
+#[test]
+fn the_fixture_has_its_traps() {
+    let fixture = Fixture::new(&Config::default());
+    let ws = &fixture.ws;
+    assert!(
+        ws.join("escape")
+            .canonicalize()
+            .unwrap()
+            .starts_with(&fixture.outside)
+    );
+    assert!(ws.join("loop_a").canonicalize().is_err());
+    assert!(ws.join("dangling").symlink_metadata().is_ok());
+    assert_eq!(ws.join("dir/sub/up").canonicalize().unwrap(), *ws);
+    assert!(std::str::from_utf8(&std::fs::read(ws.join("latin1.txt")).unwrap()).is_err());
+    assert!(
+        std::fs::read(ws.join("crlf.txt"))
+            .unwrap()
+            .ends_with(b"\r\n")
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::metadata(ws.join("fifo"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+}
