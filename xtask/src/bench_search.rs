@@ -167,7 +167,7 @@ fn grep_cases() -> Vec<Case> {
             head: None,
         },
         Case {
-            name: "`fn ` stopped at max_matches 100 (rg: `| head -n 100`)",
+            name: "`fn ` stopped at max_matches 100 (rg piped to `head -n 100`)",
             args: json!({"pattern": "fn ", "max_matches": 100}),
             theirs: rg(&["fn "]),
             head: Some(100),

@@ -276,6 +276,48 @@ mod tests {
         assert_eq!(kept.tail.len(), 50);
     }
 
+    proptest::proptest! {
+        /// Whatever the chunks and the limit: the head is a prefix of the stream, the tail a
+        /// suffix, both within the limit and valid UTF-8 when the stream is, and shown plus
+        /// dropped is the whole.
+        #[test]
+        fn kept_parts_add_up(
+            text in "[a-c\n€😀]{0,300}",
+            cuts in proptest::collection::vec(0usize..300, 0..8),
+            limit in 0usize..120,
+        ) {
+            let data = text.as_bytes();
+            let mut points: Vec<usize> = cuts.into_iter().map(|cut| cut.min(data.len())).collect();
+            points.sort_unstable();
+            let mut capture = Capture::new(limit);
+            let mut from = 0;
+            for point in points.into_iter().chain([data.len()]) {
+                capture.push(&data[from..point]);
+                from = point;
+            }
+            let kept = capture.kept();
+            let newlines = count_newlines(data);
+            proptest::prop_assert_eq!(kept.total_bytes, data.len() as u64);
+            proptest::prop_assert!(data.starts_with(&kept.head));
+            proptest::prop_assert!(data.ends_with(&kept.tail));
+            proptest::prop_assert!(kept.head.len() + kept.tail.len() <= limit);
+            proptest::prop_assert_eq!(
+                (kept.head.len() + kept.tail.len()) as u64 + kept.dropped_bytes,
+                data.len() as u64
+            );
+            proptest::prop_assert_eq!(
+                count_newlines(&kept.head) + count_newlines(&kept.tail) + kept.dropped_lines,
+                newlines
+            );
+            proptest::prop_assert!(std::str::from_utf8(&kept.head).is_ok());
+            proptest::prop_assert!(std::str::from_utf8(&kept.tail).is_ok());
+            if data.len() <= limit {
+                proptest::prop_assert_eq!(&kept.head[..], data);
+                proptest::prop_assert_eq!(kept.dropped_bytes, 0);
+            }
+        }
+    }
+
     #[test]
     fn prefix_helpers() {
         assert_eq!(complete_prefix_len("a€".as_bytes()), 4);

@@ -16,6 +16,11 @@
 //!
 //! Signals go through a pidfd opened *before* the process's start time is checked again, so a
 //! signal never reaches a process that merely reused the pid of one that died.
+//!
+//! A process inside `execve` reads for a moment as having an empty environment; a scan that
+//! meets such a process and finds nothing of the call is repeated a few times, milliseconds
+//! apart, before it is believed (a `setsid`'d child caught mid-`exec` would slip through).
+//! Zombies, exiting processes and kernel threads are never members.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;

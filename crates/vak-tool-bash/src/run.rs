@@ -430,10 +430,13 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
-fn settle<R, T>(
+/// Takes in the result of one read. A read that filled the buffer means the pipe may hold more:
+/// it is swept at once (at most 16 more reads, so that the awaited future is polled again soon),
+/// which saves a trip through the reactor per 64 KiB under a flood.
+fn settle<R: std::os::fd::AsFd, T>(
     read: std::io::Result<usize>,
     pipe: &mut Option<R>,
-    buf: &[u8],
+    buf: &mut [u8],
     capture: &mut Capture,
 ) -> Step<T> {
     match read {
@@ -443,6 +446,9 @@ fn settle<R, T>(
         }
         Ok(n) => {
             capture.push(&buf[..n]);
+            if n == buf.len() {
+                sweep_one(pipe, buf, capture, Instant::now());
+            }
             Step::Data
         }
     }

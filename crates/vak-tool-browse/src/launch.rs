@@ -51,8 +51,11 @@ pub(crate) struct Launch<'a> {
     pub(crate) cancel: &'a CancellationToken,
 }
 
-/// The files of one run.
+/// The files of one run, and how long it took.
 pub(crate) struct RunFiles {
+    /// Whether the browser ran at least as long as its `--timeout`: it then printed the page
+    /// because time was up, not because the load had finished.
+    pub(crate) reached_timeout: bool,
     /// The browser's standard output: the DOM.
     pub(crate) dom: PathBuf,
     /// The browser's standard error: its log.
@@ -133,7 +136,8 @@ pub(crate) fn running_as_root() -> bool {
 /// Runs the browser to its end, the deadline or cancellation.
 pub(crate) async fn run(launch: Launch<'_>) -> Result<(Ending, RunFiles), BrowseError> {
     let profile = launch.dir.join("profile");
-    let files = RunFiles {
+    let mut files = RunFiles {
+        reached_timeout: false,
         dom: launch.dir.join("dom.html"),
         log: launch.dir.join("browser.log"),
     };
@@ -176,6 +180,7 @@ pub(crate) async fn run(launch: Launch<'_>) -> Result<(Ending, RunFiles), Browse
         browser: launch.browser.to_path_buf(),
         source,
     })?;
+    let started = Instant::now();
     let mut running = Running::new(child, launch.dir.to_path_buf());
     let ending = tokio::select! {
         status = running.child.wait() => match status {
@@ -186,6 +191,7 @@ pub(crate) async fn run(launch: Launch<'_>) -> Result<(Ending, RunFiles), Browse
         () = tokio::time::sleep_until(launch.deadline) => Ending::Deadline,
         () = launch.cancel.cancelled() => Ending::Cancelled,
     };
+    files.reached_timeout = started.elapsed() >= dump_timeout(launch.budget);
     running.finish().await;
     Ok((ending, files))
 }
@@ -217,7 +223,7 @@ impl Running {
             self.done = true;
             return;
         };
-        kill_browser(pid);
+        self.kill_browser();
         let _ = self.child.wait().await;
         // Children of the browser may take a moment to die; keep killing the group until it
         // is empty, for a bounded while.
@@ -232,7 +238,9 @@ impl Running {
                 tracing::warn!(pid, "browser processes outlived the kill");
                 break;
             }
-            kill_group(pid);
+            if alive {
+                kill_group(pid);
+            }
             for straggler in stragglers {
                 kill_pid(straggler);
             }
@@ -240,25 +248,30 @@ impl Running {
         }
         self.done = true;
     }
+
+    /// `SIGKILL` to the browser's own pid, then to its process group. The pid is signalled
+    /// through the child handle, which knows whether it has been reaped (a reaped pid may
+    /// belong to someone else by now); the group only while it has live members (its id cannot
+    /// be reused until then).
+    fn kill_browser(&mut self) {
+        let _ = self.child.start_kill();
+        if let Some(pid) = self.pid
+            && group_alive(pid)
+        {
+            kill_group(pid);
+        }
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if !self.done
-            && let Some(pid) = self.pid
-        {
-            kill_browser(pid);
+        if !self.done {
+            self.kill_browser();
             for straggler in stragglers(&self.dir) {
                 kill_pid(straggler);
             }
         }
     }
-}
-
-/// `SIGKILL` to the pid itself, then to its process group.
-fn kill_browser(pid: u32) {
-    kill_pid(pid);
-    kill_group(pid);
 }
 
 fn kill_pid(pid: u32) {

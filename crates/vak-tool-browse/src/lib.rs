@@ -54,6 +54,9 @@
 //!   which is then the proxy's `403` page. Output captured at a deadline kill counts only when it
 //!   ends with `</html>`; that sentinel is not used otherwise, since SVG and XML documents have
 //!   none.
+//! - **The final URL is what the proxy saw.** For `http://` pages it follows every redirect of
+//!   the main document; inside an HTTPS tunnel it sees only host and port, so there the target
+//!   URL is reported.
 //! - **`--no-sandbox` only as root.** Chrome's sandbox refuses to start as root, so there (and
 //!   only there) it is turned off. That costs the isolation between the page's renderer and the
 //!   machine: a renderer exploit would run with the tool's rights. The network screening above
@@ -231,6 +234,7 @@ async fn browse(
         captured: &captured,
         report: &report,
         refusal_page,
+        reached_timeout: files.reached_timeout,
         deadline: budget,
         browser: &browser,
     })?;
@@ -419,6 +423,10 @@ mod tests {
             spec.capabilities,
             [Capability::Execute, Capability::Network]
         );
+        use vak_tool_core::{PermissionMode, Posture, posture};
+        assert_eq!(posture(spec, PermissionMode::ReadOnly), Posture::Ask);
+        assert_eq!(posture(spec, PermissionMode::WorkspaceWrite), Posture::Ask);
+        assert_eq!(posture(spec, PermissionMode::FullAccess), Posture::Allow);
         let schema = &spec.input_schema;
         assert_eq!(schema["required"], serde_json::json!(["url"]));
         assert_eq!(schema["additionalProperties"], false);

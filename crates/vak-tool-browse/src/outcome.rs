@@ -103,6 +103,8 @@ pub(crate) struct Evidence<'a> {
     pub(crate) report: &'a Report,
     /// Whether the DOM is the proxy's own refusal page.
     pub(crate) refusal_page: bool,
+    /// Whether the browser ran as long as its `--timeout`.
+    pub(crate) reached_timeout: bool,
     pub(crate) deadline: Duration,
     pub(crate) browser: &'a Path,
 }
@@ -135,7 +137,7 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
         });
     }
     let has_dom = !captured.dom.trim().is_empty();
-    let load_timed_out = captured.log.contains("Page load timed out");
+    let load_timed_out = evidence.reached_timeout || captured.log.contains("Page load timed out");
     match evidence.ending {
         Ending::Cancelled => Err(BrowseError::Cancelled),
         Ending::Deadline => {
@@ -295,6 +297,7 @@ mod tests {
             captured: &captured,
             report,
             refusal_page: false,
+            reached_timeout: false,
             deadline: Duration::from_secs(4),
             browser: Path::new("chromium"),
         };
@@ -309,6 +312,20 @@ mod tests {
             ..unreachable.clone()
         };
         assert!(judge(&evidence(&reached)).is_ok());
+
+        // Printed at the browser's --timeout: accepted, and said so.
+        let report = Report::default();
+        assert!(!judge(&evidence(&report)).unwrap().load_timed_out);
+        let mut late = evidence(&report);
+        late.reached_timeout = true;
+        assert!(judge(&late).unwrap().load_timed_out);
+        let logged = Captured {
+            log: "[1:1:ERROR:headless_command_handler.cc] Page load timed out.".into(),
+            ..captured.clone()
+        };
+        let mut logged_evidence = evidence(&report);
+        logged_evidence.captured = &logged;
+        assert!(judge(&logged_evidence).unwrap().load_timed_out);
         for (ending, dom, log, main_refused, refusal_page, expected) in cases {
             let captured = Captured {
                 dom: (*dom).into(),
@@ -327,6 +344,7 @@ mod tests {
                 captured: &captured,
                 report: &report,
                 refusal_page: *refusal_page,
+                reached_timeout: false,
                 deadline: Duration::from_secs(4),
                 browser: Path::new("/usr/bin/chromium"),
             });

@@ -97,3 +97,75 @@ fn dial_error(refusal: &Refusal, port: Option<u16>) -> DialError {
         detail,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use vak_tool_core::NetPolicy;
+
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard::new(&NetPolicy::with_allow(["127.0.0.2/32"]))
+    }
+
+    #[tokio::test]
+    async fn the_allow_list_follows_the_target() {
+        // An allowed intranet target: its page may use the allow list, nothing more.
+        let target = check_target(&guard(), "http://127.0.0.2:8080/")
+            .await
+            .unwrap();
+        assert!(target.intranet);
+        let intranet = GuardDialer::new(guard(), true);
+        let url = Url::parse("http://127.0.0.2:8080/x").unwrap();
+        assert!(intranet.check_url(&url).is_ok());
+        let url = Url::parse("http://127.0.0.3:8080/x").unwrap();
+        assert!(matches!(
+            intranet.check_url(&url),
+            Err(DialError::Denied { .. })
+        ));
+
+        // A public target's page may not use it at all.
+        let public = GuardDialer::new(guard(), false);
+        let url = Url::parse("http://127.0.0.2:8080/x").unwrap();
+        let Err(DialError::Denied { rule, detail, .. }) = public.check_url(&url) else {
+            panic!("a public page reached an allowed intranet address");
+        };
+        assert!(
+            rule.contains("only for a request chain that starts there"),
+            "{rule}"
+        );
+        assert!(detail.contains("[net] allow"), "{detail}");
+        let Err(DialError::Denied { address, .. }) = public.dial("127.0.0.2", 8080).await else {
+            panic!("a public page dialled an allowed intranet address");
+        };
+        assert_eq!(address, Some("127.0.0.2:8080".parse().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn unreachable_is_not_a_refusal() {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let dialer = GuardDialer::new(guard(), true);
+        let result = dialer.dial("127.0.0.2", closed.port()).await;
+        assert!(matches!(result, Err(DialError::Failed(_))), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn targets_are_checked_before_launch() {
+        for (url, why) in [
+            ("http://127.0.0.1/", "127.0.0.0/8"),
+            ("https://user:pw@example.com/", "user name or password"),
+            ("http://example.com:25/", "port 25"),
+            ("ftp://example.com/", "scheme `ftp`"),
+            ("http://metadata.google.internal/", "metadata"),
+        ] {
+            let Err(error) = check_target(&guard(), url).await else {
+                panic!("{url} was accepted");
+            };
+            let text = error.to_string();
+            assert!(text.contains(why), "{url}: {text}");
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Benchmarks of `edit`: ten edits in one call on a 10 MB file, one edit on a 100 MB file, a
-//! CRLF file matched at the line-ending level, each next to the floor of reading and writing
-//! the same file; then the peak memory of one edit of a 100 MB file.
+//! CRLF file matched at the line-ending level, each next to two floors (read, replace, write;
+//! the same written atomically with fsync); first the peak memory of one edit of a 100 MB file
+//! and of ten edits of a 10 MB file.
 //!
 //! Run: `cargo bench -p vak-tool-fs --bench edit`. Files live in a temporary folder under the
 //! target directory and are removed at the end. Each iteration starts from a fresh copy of the
@@ -179,6 +180,37 @@ fn middle_line(text: &str) -> (String, String) {
         format!("line {n:08}: the quick"),
         format!("line {n:08}: a slow"),
     )
+}
+
+/// Baseline: the same as an atomic write does it (temporary file, fsync, rename), with no
+/// matching, no checks and no diff: the floor for a tool that must not leave half a file.
+fn atomic_floor(bencher: Bencher<'_, '_>, content: &'static str) {
+    use std::io::Write as _;
+    let path = &workspace().path;
+    let temp = path.with_file_name("big.txt.tmp");
+    bencher
+        .with_inputs(|| fs::write(path, content).unwrap())
+        .bench_local_values(|()| {
+            let text = fs::read_to_string(path).unwrap();
+            let (old, new) = middle_line(&text);
+            let text = text.replacen(&old, &new, 1);
+            let mut file = fs::File::create(&temp).unwrap();
+            file.write_all(text.as_bytes()).unwrap();
+            file.sync_all().unwrap();
+            fs::rename(&temp, path).unwrap();
+        });
+}
+
+/// Baseline: read, replace, write atomically with fsync, 10 MB.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn baseline_atomic_write_10_mb(bencher: Bencher<'_, '_>) {
+    atomic_floor(bencher, content_10());
+}
+
+/// Baseline: read, replace, write atomically with fsync, 100 MB.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn baseline_atomic_write_100_mb(bencher: Bencher<'_, '_>) {
+    atomic_floor(bencher, content_100());
 }
 
 /// A field of `/proc/self/status` in kB.

@@ -1,5 +1,9 @@
 //! Benchmarks of the pure parts: the guard's URL verdict and the HTML conversion.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmarks fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "benchmarks fail loudly"
+)]
 
 use url::Url;
 use vak_tool_core::NetPolicy;
@@ -25,7 +29,7 @@ fn main() {
 
 /// All the URLs above through `check_url` (parse, scheme, credentials, port, names, table).
 #[divan::bench(sample_count = 200)]
-fn check_urls(bencher: divan::Bencher) {
+fn check_urls(bencher: divan::Bencher<'_, '_>) {
     let guard = Guard::new(&NetPolicy::with_allow(["10.0.0.0/8"]));
     bencher.bench(|| {
         for url in URLS {
@@ -49,7 +53,7 @@ fn page_to_text() -> String {
 
 /// A page made of 100 copies of the documentation page (about 500 KB, near the fetch cap).
 #[divan::bench(sample_count = 5)]
-fn large_page_to_markdown(bencher: divan::Bencher) {
+fn large_page_to_markdown(bencher: divan::Bencher<'_, '_>) {
     let base = Url::parse("https://docs.example.org/guide/install.html").unwrap();
     let body = PAGE.repeat(100);
     bencher.bench(|| html_to_markdown(&body, &base));
@@ -57,8 +61,32 @@ fn large_page_to_markdown(bencher: divan::Bencher) {
 
 /// 100,000 nested `<div>`s (1.1 MB): the nesting pre-pass keeps this linear.
 #[divan::bench(sample_count = 5)]
-fn nested_divs_to_markdown(bencher: divan::Bencher) {
+fn nested_divs_to_markdown(bencher: divan::Bencher<'_, '_>) {
     let base = Url::parse("https://example.com/").unwrap();
-    let html = format!("{}deep{}", "<div>".repeat(100_000), "</div>".repeat(100_000));
+    let html = format!(
+        "{}deep{}",
+        "<div>".repeat(100_000),
+        "</div>".repeat(100_000)
+    );
     bencher.bench(|| html_to_markdown(&html, &base));
+}
+
+fn nested(depth: usize) -> String {
+    format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth))
+}
+
+/// 5,000 nested `<div>`s through our converter (nesting pre-pass, flattening, htmd)...
+#[divan::bench(sample_count = 5)]
+fn nested_5k_ours(bencher: divan::Bencher<'_, '_>) {
+    let base = Url::parse("https://example.com/").unwrap();
+    let html = nested(5_000);
+    bencher.bench(|| html_to_markdown(&html, &base));
+}
+
+/// ...and through htmd alone (html5ever's tree builder is quadratic in depth).
+#[divan::bench(sample_count = 5)]
+fn nested_5k_htmd_alone(bencher: divan::Bencher<'_, '_>) {
+    let html = nested(5_000);
+    let converter = htmd::HtmlToMarkdown::new();
+    bencher.bench(|| converter.convert(&html).unwrap());
 }

@@ -29,6 +29,26 @@
 //!   `Content-Type` charset, then a `<meta>` prescan for HTML) and decoded with `encoding_rs`;
 //!   without any, UTF-8 if the bytes are valid UTF-8, otherwise windows-1252.
 //!
+//! - **No credentials, no ambient configuration**: no cookie jar, no `Authorization`, no client
+//!   certificate; proxy variables and `.netrc` are never read.
+//! - **Deep HTML**: nesting is capped by a linear pre-pass before html5ever (whose tree builder is
+//!   quadratic in depth) and flattened again below 256 levels of the tree; conversion runs on its
+//!   own thread with a 64 MiB stack under what is left of the deadline.
+//!
+//! # For browse
+//!
+//! `vak-tool-browse` reuses two things, and both are stable public API:
+//!
+//! - [`guard::Guard`] in its forward proxy: check the target with [`guard::Guard::check_url`] and
+//!   [`guard::Guard::vet`] on a [`guard::Chain::new`]; then dial every proxied request with
+//!   [`guard::Guard::connect`] on a [`guard::Chain::intranet`] if the target was an allowed
+//!   intranet address ([`guard::Vetted::exempted`]), else on a [`guard::Chain::public`]. The page
+//!   load is one chain, started by the target: a public page cannot pull anything from the
+//!   intranet, an intranet page may use what `[net] allow` lists. The [`guard`] module docs spell
+//!   this out.
+//! - [`markdown::convert`] (or the synchronous [`markdown::html_to_markdown`] /
+//!   [`markdown::html_to_text`]) for the rendered DOM.
+//!
 //! ```
 //! use vak_tool_core::Registry;
 //!

@@ -103,7 +103,10 @@ fn baseline_count_newlines(bencher: Bencher<'_, '_>, size: usize) {
 #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
 fn baseline_naive_chars_and_lines(bencher: Bencher<'_, '_>, size: usize) {
     let text = short_lines(size);
-    bencher
-        .counter(BytesCount::new(size))
-        .bench(|| (black_box(&text).chars().count(), black_box(&text).lines().count()));
+    bencher.counter(BytesCount::new(size)).bench(|| {
+        (
+            black_box(&text).chars().count(),
+            black_box(&text).lines().count(),
+        )
+    });
 }

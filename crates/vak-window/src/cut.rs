@@ -175,3 +175,57 @@ fn marker_only(text: &str, limit: usize, recall: Option<&Recall<'_>>) -> String 
     out.truncate(keep);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_counts_characters_not_bytes() {
+        let emoji = "😀".repeat(10);
+        assert!(fits(&emoji, 10));
+        assert!(!fits(&emoji, 9));
+        assert!(fits(&emoji, 40));
+        assert!(fits("", 0));
+        assert!(!fits("a", 0));
+        // A long text is judged from a prefix of about four bytes a character.
+        let long = "é".repeat(1_000_000);
+        assert!(!fits(&long, 999_999));
+        assert!(fits(&long, 1_000_000));
+        assert!(fits(&long, usize::MAX));
+    }
+
+    #[test]
+    fn head_keeps_whole_lines_that_fill_half_of_the_even_share() {
+        let text = "aaaa\nbbbb\ncccccccccccccccccccc\n";
+        // 10 of 12 characters in whole lines: keep them.
+        let cut = head_cut(text, 12, 12);
+        assert_eq!((cut.end, cut.chars), (10, 10));
+        // 10 of 24 characters: less than half, so cut inside the long line at 24.
+        let cut = head_cut(text, 24, 24);
+        assert_eq!((cut.end, cut.chars), (24, 24));
+        // The same 10 of a 24 share whose even split is 20: enough, whole lines.
+        let cut = head_cut(text, 24, 20);
+        assert_eq!((cut.end, cut.chars), (10, 10));
+    }
+
+    #[test]
+    fn tail_keeps_whole_lines_or_cuts_the_last_one() {
+        let text = "aaaa\nbbbb\ncccccccccccccccccccc";
+        let cut = tail_cut(text, 27, 27);
+        assert_eq!((cut.start, cut.chars), (5, 25));
+        let cut = tail_cut(text, 12, 12);
+        assert_eq!((cut.start, cut.chars), (text.len() - 12, 12));
+    }
+
+    #[test]
+    fn cuts_step_off_a_crlf_pair() {
+        let text = "xxxxxxxxxx\r\nyyyyyyyyyy";
+        // Head: 11 characters end on the `\r`; step back before it.
+        let cut = head_cut(text, 11, 11);
+        assert_eq!((cut.end, cut.chars), (10, 10));
+        // Tail: 11 characters start on the `\n`; step past it.
+        let cut = tail_cut(text, 11, 22);
+        assert_eq!((cut.start, cut.chars), (12, 10));
+    }
+}

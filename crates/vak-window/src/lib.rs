@@ -66,10 +66,12 @@
 //!   exactly what was left out. A text that itself holds a line starting with the prefix (an
 //!   earlier window, quoted) keeps it verbatim; the added marker is the one between head and
 //!   tail.
-//! - **Tiny limits**: when the limit cannot hold the marker (about 150 characters with a short
-//!   call id, more for a long one), the window is the marker alone, naming every line of the
-//!   text as omitted, cut to the limit at a character boundary (so a limit of 0 gives `""`).
-//!   Nothing panics for any text, limit or slice numbers.
+//! - **Tiny limits**: room is reserved for the marker at its widest for the text's size (about
+//!   80 characters for a small text and no recall call, about 170 for a megabyte with a short
+//!   call id, more for a long call id). When the limit cannot hold that, the window is the
+//!   marker alone, naming every line of the text as omitted, cut to the limit at a character
+//!   boundary (so a limit of 0 gives `""`). Such limits are for tests, not for models. Nothing
+//!   panics for any text, limit or slice numbers.
 //!
 //! # Cost
 //!

@@ -88,6 +88,12 @@ impl Setup {
     /// No live process mentions this test's workspace (the browser's profile lives there), and
     /// the per-call scratch folder is gone.
     fn assert_nothing_left(&self) {
+        let left = self.leftovers();
+        assert!(left.is_empty(), "left behind: {left:#?}");
+    }
+
+    /// Live processes that mention the workspace, and per-call scratch folders.
+    fn leftovers(&self) -> Vec<String> {
         let workspace = self.ctx.workspace().to_string_lossy().into_owned();
         let mut left = Vec::new();
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -104,13 +110,16 @@ impl Setup {
                 left.push(cmdline);
             }
         }
-        assert!(left.is_empty(), "processes outlived the call: {left:#?}");
         let scratch = self.ctx.workspace().join(".vak/scratch/main");
-        let calls: Vec<_> = std::fs::read_dir(&scratch)
-            .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect())
-            .unwrap_or_default();
-        assert!(calls.is_empty(), "scratch left behind: {calls:?}");
+        if let Ok(entries) = std::fs::read_dir(&scratch) {
+            left.extend(
+                entries
+                    .flatten()
+                    .map(|entry| format!("scratch: {}", entry.path().display())),
+            );
+        }
         let _ = &self.dir;
+        left
     }
 }
 
@@ -123,14 +132,12 @@ fn html(body: &str) -> Reply {
 
 fn ok_text(output: &ToolOutput) -> String {
     let text = output.text_content();
-    eprintln!("=====\n{text}");
     assert!(!output.is_error, "{text}");
     text
 }
 
 fn error_text(output: &ToolOutput) -> String {
     let text = output.text_content();
-    eprintln!("=====\n{text}");
     assert!(output.is_error, "expected an error, got: {text}");
     text
 }
@@ -295,8 +302,8 @@ async fn a_hanging_subresource_does_not_hold_the_page() {
         ],
     )
     .await;
-    // --timeout is then 8 s, leaving the browser 4 s to start and print.
-    let setup = setup(Some(&browser), Duration::from_secs(12));
+    // --timeout is then 10 s, leaving the browser 5 s to start and print.
+    let setup = setup(Some(&browser), Duration::from_secs(15));
     let text = ok_text(&setup.browse(json!({"url": server.url("/")})).await);
     assert!(text.contains("main text"), "{text}");
     // The browser printed the page by itself (its --timeout), before the deadline kill, and
@@ -398,6 +405,66 @@ async fn plain_text_and_svg_come_back() {
         "{text}"
     );
     assert!(text.contains("not HTML"), "{text}");
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn a_long_page_is_cut_with_a_note() {
+    let Some(browser) = browser_or_skip("a_long_page_is_cut_with_a_note") else {
+        return;
+    };
+    let paragraphs: String = (0..400).map(|i| format!("<p>paragraph {i}</p>")).collect();
+    let server = Server::start(TEST_HOST, vec![("/", html(&paragraphs))]).await;
+    let mut setup = setup(Some(&browser), Duration::from_secs(20));
+    let mut limits = setup.ctx.limits().clone();
+    limits.fetch_body_bytes = 2_000;
+    setup.ctx = setup.ctx.clone().with_limits(limits);
+    let text = ok_text(
+        &setup
+            .browse(json!({"url": server.url("/"), "format": "html"}))
+            .await,
+    );
+    assert!(
+        text.contains("only its first 2000 bytes were kept"),
+        "{text}"
+    );
+    assert!(
+        text.contains("paragraph 1") && !text.contains("paragraph 399"),
+        "{text}"
+    );
+    assert!(text.len() < 3_000, "{}", text.len());
+    setup.assert_nothing_left();
+}
+
+#[tokio::test]
+async fn dropping_the_call_stops_the_browser() {
+    let Some(browser) = browser_or_skip("dropping_the_call_stops_the_browser") else {
+        return;
+    };
+    let server = Server::start(TEST_HOST, vec![("/", Reply::Hang)]).await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    {
+        let call = setup.browse(json!({"url": server.url("/")}));
+        tokio::pin!(call);
+        for _ in 0..400 {
+            tokio::select! {
+                output = &mut call => panic!("the call ended: {output:?}"),
+                () = tokio::time::sleep(Duration::from_millis(25)) => {}
+            }
+            if server.hits("/") > 0 {
+                break;
+            }
+        }
+        assert_eq!(server.hits("/"), 1, "the browser never asked for the page");
+        // The call's future is dropped here, mid-load.
+    }
+    // Dropping kills at once but cannot wait: give the dead a moment to go.
+    for _ in 0..100 {
+        if setup.leftovers().is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     setup.assert_nothing_left();
 }
 

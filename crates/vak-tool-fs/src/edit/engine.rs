@@ -454,15 +454,8 @@ impl<'a> Session<'a> {
                 lines: places.first().copied().unwrap_or((1, 1)),
             });
         }
-        let removed: usize = spans.iter().map(|&(s, e)| e - s).sum();
-        let added: usize = replacements.iter().map(|r| r.len()).sum();
-        let mut out = String::with_capacity(text.len() - removed + added);
-        let mut at = 0;
         let mut record = Vec::with_capacity(spans.len());
         for (&(start, end), replacement) in spans.iter().zip(&replacements) {
-            out.push_str(&text[at..start]);
-            out.push_str(replacement);
-            at = end;
             // Only the part that differs counts as changed (for the changed lines and the diff).
             let (same_start, same_end) = common_lines(&text[start..end], replacement);
             record.push((
@@ -471,10 +464,26 @@ impl<'a> Session<'a> {
                 replacement.len() - same_start - same_end,
             ));
         }
-        out.push_str(&text[at..]);
-        drop(replacements);
+        if let ([(start, end)], [replacement]) = (spans.as_slice(), replacements.as_slice()) {
+            // One place: change the text in place (no second copy of the file in memory).
+            let (start, end) = (*start, *end);
+            let replacement = replacement.clone().into_owned();
+            self.text.to_mut().replace_range(start..end, &replacement);
+        } else {
+            let removed: usize = spans.iter().map(|&(s, e)| e - s).sum();
+            let added: usize = replacements.iter().map(|r| r.len()).sum();
+            let mut out = String::with_capacity(text.len() - removed + added);
+            let mut at = 0;
+            for (&(start, end), replacement) in spans.iter().zip(&replacements) {
+                out.push_str(&text[at..start]);
+                out.push_str(replacement);
+                at = end;
+            }
+            out.push_str(&text[at..]);
+            drop(replacements);
+            self.text = Cow::Owned(out);
+        }
         self.regions.record(&record);
-        self.text = Cow::Owned(out);
         notes.dedup();
         Ok(Applied {
             level,

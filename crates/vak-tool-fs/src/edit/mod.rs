@@ -364,14 +364,8 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
     if changed.is_empty() {
         return Err(EditError::NetNoChange);
     }
-    let out = if bom.is_empty() {
-        new_body
-    } else {
-        let mut out = String::with_capacity(bom.len() + new_body.len());
-        out.push_str(bom);
-        out.push_str(&new_body);
-        out
-    };
+    let mut out = new_body;
+    out.insert_str(0, bom);
     let new_hash = content_hash(out.as_bytes());
     if cancel.is_cancelled() {
         return Err(EditError::Cancelled);
@@ -480,7 +474,10 @@ fn render(
     let link = match fs::symlink_metadata(&request.given) {
         Ok(meta) if meta.file_type().is_symlink() && request.given != request.path => format!(
             " (through the symbolic link {}, which stays a link)",
-            request.given.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned())
+            request
+                .given
+                .file_name()
+                .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
         ),
         _ => String::new(),
     };

@@ -14,9 +14,10 @@ pub(crate) enum FetchError {
     Guard(Box<Refusal>),
     /// The chain's deadline passed.
     #[error(
-        "the fetch did not finish within {} s (stopped while {stage} {url}, hop {hop}{received}). \
+        "the fetch did not finish within {} s (stopped while {stage} {url}{redirect}{received}). \
          The server is slow or stalled; try again later, or fetch a smaller resource.",
         limit.as_secs_f64(),
+        redirect = if *hop > 0 { format!(", redirect {hop} of the chain") } else { String::new() },
         received = if *body_bytes > 0 { format!(", after {body_bytes} body bytes") } else { String::new() }
     )]
     Deadline {

@@ -406,8 +406,14 @@ impl WebFetch {
                         content_type: "no Content-Type, and the body looks binary".into(),
                     });
                 }
-                note = Some("the server sent no Content-Type; the body was read as text".into());
-                Mime::parse("text/plain")
+                if text::looks_like_html(&bytes) {
+                    note = Some("the server sent no Content-Type; the body looks like HTML".into());
+                    Mime::parse("text/html")
+                } else {
+                    note =
+                        Some("the server sent no Content-Type; the body was read as text".into());
+                    Mime::parse("text/plain")
+                }
             }
         };
         let (decoded, encoding, source) = text::decode(&bytes, &mime, cut.is_some());

@@ -72,6 +72,7 @@ pub(crate) enum Source {
     Bom,
     Header,
     Meta,
+    XmlDeclaration,
     Default,
 }
 
@@ -81,6 +82,7 @@ impl Source {
             Source::Bom => "byte order mark",
             Source::Header => "Content-Type charset",
             Source::Meta => "<meta> charset",
+            Source::XmlDeclaration => "XML declaration",
             Source::Default => "default",
         }
     }
@@ -118,6 +120,12 @@ fn sniff(bytes: &[u8], mime: &Mime, truncated: bool) -> (&'static Encoding, Sour
         && let Some(encoding) = prescan(&bytes[..bytes.len().min(1024)])
     {
         return (encoding, Source::Meta);
+    }
+    if !mime.is_html()
+        && mime.essence.contains("xml")
+        && let Some(encoding) = xml_declaration(&bytes[..bytes.len().min(1024)])
+    {
+        return (encoding, Source::XmlDeclaration);
     }
     // A cut multi-byte sequence at the very end (the cap) must not make valid UTF-8 look invalid.
     let valid = match std::str::from_utf8(bytes) {
@@ -179,6 +187,31 @@ fn prescan(head: &[u8]) -> Option<&'static Encoding> {
         at += 1;
     }
     None
+}
+
+/// The `encoding` of an `<?xml ... ?>` declaration at the very start.
+fn xml_declaration(head: &[u8]) -> Option<&'static Encoding> {
+    if !head.starts_with(b"<?xml") {
+        return None;
+    }
+    let end = find(head, b"?>")?;
+    let declaration = String::from_utf8_lossy(&head[5..end]);
+    let attributes = parse_attributes(declaration.as_bytes());
+    let label = attributes
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case("encoding"))?;
+    Encoding::for_label(label.1.trim().as_bytes())
+}
+
+/// Whether a body without a `Content-Type` starts like an HTML document.
+pub(crate) fn looks_like_html(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let head: Vec<u8> = head[start..].iter().map(u8::to_ascii_lowercase).collect();
+    head.starts_with(b"<!doctype html") || head.starts_with(b"<html")
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -333,6 +366,20 @@ mod tests {
                 "UTF-8",
                 Source::Header,
             ),
+            (
+                b"<?xml version='1.0' encoding='ISO-8859-1'?><a>\xe9</a>",
+                "application/xml",
+                "<?xml version='1.0' encoding='ISO-8859-1'?><a>é</a>",
+                "windows-1252",
+                Source::XmlDeclaration,
+            ),
+            (
+                b"<?xml version=\"1.0\"?><a>\xc3\xa9</a>",
+                "text/xml",
+                "<?xml version=\"1.0\"?><a>é</a>",
+                "UTF-8",
+                Source::Default,
+            ),
             // A multi-byte character cut by the cap stays UTF-8.
             (
                 b"caf\xc3",
@@ -357,6 +404,14 @@ mod tests {
                 "{content_type} {bytes:?}"
             );
         }
+    }
+
+    #[test]
+    fn html_is_sniffed_without_a_content_type() {
+        assert!(looks_like_html(b"  <!DOCTYPE html><p>x"));
+        assert!(looks_like_html(b"<HTML lang=en>"));
+        assert!(!looks_like_html(b"plain <html> later"));
+        assert!(!looks_like_html(b"{\"a\": 1}"));
     }
 
     #[test]

@@ -290,11 +290,11 @@ impl Guard {
     }
 
     /// Resolves `host` once (an address literal is used as is) and judges every address.
-    /// `host` is a WHATWG host (`example.com`, `0x7f.1`, `[::1]`, a Unicode name); it is parsed and
+    /// `host` is a WHATWG host (`example.com`, `0x7f.1`, `[::1]` or `::1`, a Unicode name); it is parsed and
     /// normalised first, and `localhost` and metadata names are refused without resolving.
     pub async fn vet(&self, host: &str, chain: &Chain) -> Result<Vetted, Refusal> {
         let spelling = Some(host.to_string());
-        let parsed = Host::parse(host).map_err(|error| {
+        let parsed = parse_host(host).map_err(|error| {
             self.refusal(
                 Rule::Unparsable {
                     reason: error.to_string(),
@@ -318,7 +318,7 @@ impl Guard {
     ) -> Result<Connection, Refusal> {
         let label = format!("{host}:{port}");
         let spelling = Some(host.to_string());
-        let parsed = Host::parse(host).map_err(|error| {
+        let parsed = parse_host(host).map_err(|error| {
             self.refusal(
                 Rule::Unparsable {
                     reason: error.to_string(),
@@ -373,9 +373,7 @@ impl Guard {
             let target = SocketAddr::new(table::dial_address(*address), port);
             match dial(target).await {
                 Ok(stream) => {
-                    let peer = stream.peer_addr();
-                    if peer.as_ref().ok() != Some(&target) {
-                        let peer = peer.map_or_else(|e| e.to_string(), |p| p.to_string());
+                    if let Err(peer) = check_peer(stream.peer_addr(), target) {
                         return Err(with_context(
                             self.refusal(Rule::PeerMismatch { peer }, chain)
                                 .with_host(vetted.host.clone())
@@ -525,6 +523,14 @@ async fn dial(target: SocketAddr) -> std::io::Result<TcpStream> {
     stream
 }
 
+/// A WHATWG host; a bare IPv6 literal (as a proxy may pass it) is accepted without brackets.
+fn parse_host(host: &str) -> Result<Host<String>, url::ParseError> {
+    if host.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Host::parse(&format!("[{host}]"));
+    }
+    Host::parse(host)
+}
+
 /// The URL for messages, with any password replaced by `***`.
 fn redacted(url: &Url) -> String {
     if url.password().is_none() {
@@ -540,6 +546,16 @@ fn borrow_host(host: &Host<String>) -> Host<&str> {
         Host::Domain(domain) => Host::Domain(domain.as_str()),
         Host::Ipv4(v4) => Host::Ipv4(*v4),
         Host::Ipv6(v6) => Host::Ipv6(*v6),
+    }
+}
+
+/// The socket's peer must be the address that was dialled; otherwise (or when the peer cannot
+/// be read) the connection is dropped before a byte is sent. Gives the peer as text on failure.
+fn check_peer(peer: std::io::Result<SocketAddr>, target: SocketAddr) -> Result<(), String> {
+    match peer {
+        Ok(peer) if peer == target => Ok(()),
+        Ok(peer) => Err(peer.to_string()),
+        Err(error) => Err(format!("unknown ({error})")),
     }
 }
 
@@ -592,6 +608,22 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(host_spelling(input).as_deref(), expected, "{input}");
         }
+    }
+
+    #[test]
+    fn peer_must_be_the_dialled_address() {
+        let target: SocketAddr = "93.184.216.34:443".parse().unwrap();
+        assert_eq!(check_peer(Ok(target), target), Ok(()));
+        let other: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        assert_eq!(check_peer(Ok(other), target), Err("127.0.0.1:443".into()));
+        let port: SocketAddr = "93.184.216.34:80".parse().unwrap();
+        assert!(check_peer(Ok(port), target).is_err());
+        let gone = std::io::Error::from(std::io::ErrorKind::NotConnected);
+        assert!(
+            check_peer(Err(gone), target)
+                .unwrap_err()
+                .starts_with("unknown")
+        );
     }
 
     #[test]

@@ -511,6 +511,11 @@ async fn content_types_are_gated() {
             bytes.extend_from_slice(body);
             return Reply::Bytes(bytes);
         }
+        if content_type == "none-html" {
+            let mut bytes = head_only("200 OK", &[]);
+            bytes.extend_from_slice(b"<!doctype html><h1>Sniffed</h1><script>x</script>");
+            return Reply::Bytes(bytes);
+        }
         if content_type == "none-binary" {
             let mut bytes = head_only("200 OK", &[]);
             bytes.extend_from_slice(b"\x89PNG\r\n\x1a\n\0\0\0");
@@ -547,6 +552,11 @@ async fn content_types_are_gated() {
     }
     let out = fetch(&server.url("/image~png")).await;
     assert!(out.text_content().contains("`image/png`"));
+    let text = fetch(&server.url("/none-html")).await.text_content();
+    assert!(
+        text.contains("body looks like HTML") && text.ends_with("# Sniffed"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -317,3 +317,58 @@ fn snapshot_of_a_small_window() {
     let text = format!("{}\n{}", "{\"k\":[".repeat(40), "done\n");
     insta::assert_snapshot!("chars", window_with(&text, 200, None));
 }
+
+#[test]
+fn the_default_limit_is_30000_and_window_is_window_with_it() {
+    assert_eq!(WINDOW_CHARS, 30_000);
+    let text = seq(1, 20_000);
+    let recall = Recall { call_id: "c9" };
+    assert_eq!(
+        window(&text, &recall),
+        window_with(&text, 30_000, Some(&recall))
+    );
+    assert_eq!(bounded(&text), window_with(&text, 30_000, None));
+    assert_ne!(
+        window_with(&text, 30_000, None),
+        window_with(&text, 20_000, None)
+    );
+}
+
+#[test]
+fn room_one_side_leaves_goes_to_the_other() {
+    let (nine, eight) = ("n".repeat(9_000), "e".repeat(8_000));
+    let short = seq(1, 20_000);
+    // The head's whole lines stop at 9,000 characters: the tail gets the rest.
+    let text = format!("{nine}\n{eight}\n{short}");
+    let out = window(&text, &Recall { call_id: "c" });
+    let parts = parts_of(&text, &out);
+    assert_eq!(parts.head, format!("{nine}\n"));
+    assert!(
+        parts.tail.chars().count() > 20_000,
+        "tail of {}",
+        parts.tail.len()
+    );
+    // The tail's whole lines stop at 9,000 characters: the head grows into the rest.
+    let text = format!("{short}{eight}\n{nine}\n");
+    let out = window(&text, &Recall { call_id: "c" });
+    let parts = parts_of(&text, &out);
+    assert_eq!(parts.tail, format!("{nine}\n"));
+    assert!(
+        parts.head.chars().count() > 20_000,
+        "head of {}",
+        parts.head.len()
+    );
+    assert_eq!(parts.unit, Unit::Lines);
+}
+
+#[test]
+fn a_text_quoting_an_earlier_window_keeps_it_verbatim() {
+    let earlier = window(&seq(1, 50_000), &Recall { call_id: "old" }).into_owned();
+    let text = format!("{}{earlier}{}", seq(1, 100), seq(1, 5000));
+    // The quoted marker falls in the head at this limit, and the added one after it.
+    let out = window_with(&text, 40_000, Some(&Recall { call_id: "new" }));
+    assert!(out.contains(r#""call_id": "old""#) && out.contains(r#""call_id": "new""#));
+    check(&text, 40_000, Some("new"), &out);
+    // At the default limit the quoted marker is omitted with the lines around it.
+    window_checked(&text, WINDOW_CHARS, Some("new"));
+}

@@ -71,11 +71,19 @@ pub(crate) fn check<'a>(
     let markers: Vec<usize> = line_starts(out)
         .filter(|&at| out[at..].starts_with(MARKER_PREFIX))
         .collect();
-    // Every marker line ends with a newline; without one, it is a marker cut to a tiny limit.
-    let Some((start, end)) = markers
-        .first()
-        .and_then(|&start| out[start..].find('\n').map(|len| (start, start + len)))
-    else {
+    // The added marker is the line between a prefix and a suffix of the text (a text may quote
+    // markers of earlier windows). Every marker line ends with a newline; a window without one
+    // is a marker cut to a tiny limit.
+    let located = markers.iter().find_map(|&start| {
+        let end = start + out[start..].find('\n')?;
+        let before = &out[..start];
+        let head_fits = text.starts_with(before)
+            || before
+                .strip_suffix('\n')
+                .is_some_and(|head| text.starts_with(head));
+        (head_fits && text.ends_with(&out[end + 1..])).then_some((start, end))
+    });
+    let Some((start, end)) = located else {
         check_marker_only(text, limit, out);
         return Shape::MarkerOnly;
     };

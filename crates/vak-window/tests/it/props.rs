@@ -98,3 +98,24 @@ proptest! {
         prop_assert_eq!(chars(&text, from, to), naive_chars(&text, from, to));
     }
 }
+
+/// Texts at the scale of real results: runs of repeated lines and long lines, up to about a
+/// megabyte.
+fn big_text() -> impl Strategy<Value = String> {
+    let run = prop_oneof![
+        (piece(), 1usize..3000).prop_map(|(line, n)| format!("{line}\n").repeat(n)),
+        (1usize..60_000).prop_map(|n| "J".repeat(n)),
+        (1usize..20_000).prop_map(|n| "漢😀".repeat(n)),
+        (1usize..2000).prop_map(|n| "a\r\n".repeat(n)),
+    ];
+    prop::collection::vec(run, 1..12).prop_map(|runs| runs.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_rule_holds_at_the_default_limit(text in big_text(), id in call_id()) {
+        window_checked(&text, vak_window::WINDOW_CHARS, id.as_deref());
+    }
+}
