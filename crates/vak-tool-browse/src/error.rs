@@ -118,6 +118,16 @@ pub(crate) enum BrowseError {
         /// The deadline.
         deadline: Duration,
     },
+    /// Resolving the target's host did not finish before the deadline.
+    #[error(
+        "resolving the page's host took longer than the {seconds} s deadline, so the browser was \
+         not started. Check the host name, or try again later.",
+        seconds = deadline.as_secs_f64()
+    )]
+    ScreeningDeadline {
+        /// The deadline.
+        deadline: Duration,
+    },
     /// The call was cancelled.
     #[error("browse was cancelled and the browser was stopped.")]
     Cancelled,

@@ -251,7 +251,7 @@ async fn browse(
     render(page, args.format, deadline).await
 }
 
-/// Runs `work` unless the deadline passes or the call is cancelled first.
+/// Runs the target's screening unless the deadline passes or the call is cancelled first.
 async fn within<T>(
     work: impl Future<Output = T>,
     deadline: Instant,
@@ -260,7 +260,7 @@ async fn within<T>(
 ) -> Result<T, BrowseError> {
     tokio::select! {
         output = work => Ok(output),
-        () = tokio::time::sleep_until(deadline) => Err(BrowseError::Deadline { deadline: budget }),
+        () = tokio::time::sleep_until(deadline) => Err(BrowseError::ScreeningDeadline { deadline: budget }),
         () = cancel.cancelled() => Err(BrowseError::Cancelled),
     }
 }
@@ -412,6 +412,21 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<Browse>();
         send_sync::<Proxy>();
+    }
+
+    #[tokio::test]
+    async fn screening_stops_at_the_deadline_and_on_cancel() {
+        let budget = Duration::from_millis(20);
+        let never = std::future::pending::<()>;
+        let cancel = CancellationToken::new();
+        let late = within(never(), Instant::now() + budget, budget, &cancel).await;
+        assert!(matches!(late, Err(BrowseError::ScreeningDeadline { .. })));
+        cancel.cancel();
+        let far = Instant::now() + Duration::from_secs(60);
+        let cancelled = within(never(), far, budget, &cancel).await;
+        assert!(matches!(cancelled, Err(BrowseError::Cancelled)));
+        let done = within(async { 7 }, far, budget, &CancellationToken::new()).await;
+        assert_eq!(done.ok(), Some(7));
     }
 
     #[test]

@@ -173,13 +173,13 @@ impl State {
         {
             record.report.main_refused = Some((blocked.clone(), position > 0));
         }
+        tracing::debug!(url = %blocked.url, rule = %blocked.rule, "browse proxy refused a request");
         if record.report.blocked.len() < MAX_RECORDED {
             record.report.blocked.push(blocked);
         } else {
             record.report.blocked_dropped += 1;
         }
         drop(record);
-        tracing::debug!("browse proxy refused a request");
         let mut response = Response::new(full(page));
         *response.status_mut() = StatusCode::FORBIDDEN;
         let headers = response.headers_mut();
