@@ -71,6 +71,7 @@ pub use vak_tool_commitments as commitments;
 /// `commitments` is added only when the `commitment` feature is compiled in *and*
 /// `[commitment] enabled = true`; it then sits on the orientation floor.
 pub fn registry(config: &Config) -> Registry {
+    #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
     let mut registry = Registry::new();
     #[cfg(feature = "fs")]
     vak_tool_fs::register(&mut registry);

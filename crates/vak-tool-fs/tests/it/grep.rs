@@ -314,3 +314,30 @@ async fn cancelling_during_a_search_returns_promptly() {
         assert!(out.text_content().contains("cancelled"));
     }
 }
+
+#[tokio::test]
+async fn the_same_tree_gives_the_same_output() {
+    let files: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| {
+            let body = format!("a\nhit {i}\nb\nhit again\n").repeat(1 + i % 4);
+            (
+                format!("d{}/e{}/f{i:03}.txt", i % 7, i % 3),
+                body.into_bytes(),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
+    let dir = workspace(&files);
+    for args in [
+        json!({"pattern": "hit", "max_matches": 100_000}),
+        json!({"pattern": "hit", "max_matches": 37, "context": 1}),
+        json!({"pattern": "hit", "output": "count", "max_matches": 50}),
+    ] {
+        let first = call(dir.path(), "grep", args.clone()).await;
+        assert!(!first.is_error, "{}", first.text_content());
+        for _ in 0..5 {
+            let again = call(dir.path(), "grep", args.clone()).await;
+            assert_eq!(first, again, "{args}");
+        }
+    }
+}
