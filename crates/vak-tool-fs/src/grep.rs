@@ -136,6 +136,15 @@ enum GrepError {
     /// The path cannot be used.
     #[error("{0}")]
     Path(#[from] PathError),
+    /// The path is neither a regular file nor a folder (a pipe, a device).
+    #[error(
+        "`{path}` is not a regular file or a folder (a pipe, a socket or a device?): grep \
+         searches files and folders"
+    )]
+    NotSearchable {
+        /// The path as given.
+        path: String,
+    },
     /// The path does not exist.
     #[error(
         "`{path}` does not exist: give an existing folder or file (relative to the working \
@@ -214,6 +223,11 @@ async fn run(args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, GrepError>
     let target = ctx.resolve_path(given)?;
     let is_file = target.is_file();
     if !is_file && !target.is_dir() {
+        if target.exists() {
+            return Err(GrepError::NotSearchable {
+                path: given.to_owned(),
+            });
+        }
         return Err(GrepError::Missing {
             path: given.to_owned(),
         });

@@ -199,12 +199,14 @@ async fn every_request_of_the_page_is_screened() {
     let page = html(&format!(
         "<p id=status>rendered</p>\
          <img src=\"http://169.254.169.254/latest/meta-data/\">\
+         <img src=\"http://localhost:{fetched_port}/pixel.png\">\
          <script>\
          fetch('http://{fetched}/secret').catch(() => {{}});\
          try {{ new WebSocket('ws://{socket}/'); }} catch (e) {{}}\
          document.getElementById('status').textContent = 'rendered by script';\
          </script>",
         fetched = fetched.addr,
+        fetched_port = fetched.addr.port(),
         socket = socket.addr,
     ));
     let server = Server::start(TEST_HOST, vec![("/", page)]).await;
@@ -217,6 +219,8 @@ async fn every_request_of_the_page_is_screened() {
     for blocked in [
         "http://169.254.169.254/latest/meta-data/".to_owned(),
         format!("http://{}/secret", fetched.addr),
+        // The browser resolves no name itself, not even `localhost`: the proxy refuses it.
+        format!("http://localhost:{}/pixel.png", fetched.addr.port()),
         fetched.addr.to_string(),
         socket.addr.to_string(),
     ] {

@@ -18,13 +18,19 @@
 //! - The diff is built per changed region ([`regions`]), so its cost follows the size of the
 //!   change, not of the file. Peak memory is about three times the file: the original, the
 //!   running text and the bytes written.
+//! - Lines that `new_text` keeps exactly as `old_text` had them (shared leading and trailing
+//!   lines) keep the file's own bytes, so a looser match rewrites only the lines that change.
+//! - Without `expect_hash` there is no staleness check at all (no false alarms). With it, a
+//!   mismatch is answered with the sizes before and after when this process has seen the
+//!   content of that hash ([`seen`]: every edit's result, and whatever `read` reports through
+//!   `seen::remember_size`), otherwise with the size now and the time since the last change.
 //! - File I/O and matching run on tokio's blocking pool. Cancelling the call, or dropping its
 //!   future, stops it before anything is written.
 
 mod closest;
 mod engine;
 mod regions;
-mod seen;
+pub(crate) mod seen;
 mod text;
 mod view;
 
@@ -61,7 +67,8 @@ place. new_text is inserted literally, with the file's line endings; the BOM, ta
 newline and every byte outside the replaced text stay as they are. Give `expect_hash` (the hash \
 `read` printed) to refuse the edit if the file changed since you read it. The result names the \
 matching level of each edit and the changed lines, shows a unified diff, and ends with the new \
-hash. To create a file or rewrite it whole, use `write`.";
+hash. Files over the edit size limit (512 MiB by default), binary files and files that are not \
+UTF-8 are refused. To create a file or rewrite it whole, use `write`.";
 
 /// One replacement.
 #[derive(Debug, Deserialize, JsonSchema)]

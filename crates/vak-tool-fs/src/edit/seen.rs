@@ -42,6 +42,13 @@ fn lines(content: &[u8]) -> usize {
 /// Remembers the size of the content with this hash.
 pub(crate) fn remember(hash: &str, content: &[u8]) {
     let facts = Facts::of(content);
+    remember_size(hash, facts.bytes, facts.lines);
+}
+
+/// Remembers the size of the content with this hash, for a caller that has the counts but not
+/// the bytes (`read` streams a file and knows its size, line count and hash).
+pub(crate) fn remember_size(hash: &str, bytes: usize, lines: usize) {
+    let facts = Facts { bytes, lines };
     let Ok(mut seen) = SEEN.lock() else {
         return;
     };

@@ -385,3 +385,79 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Whatever the edits, the call never fails inside (no panic, no internal error), and a
+    /// refused call leaves the file byte-identical.
+    #[test]
+    fn any_edits_are_applied_or_refused_cleanly(
+        text in file_strategy(),
+        edits in prop::collection::vec(
+            (
+                "[ab \t\r\n“”'\"—\u{a0}0-9]{0,10}",
+                "[ab \t\r\n“”'\"x$&]{0,10}",
+                any::<bool>(),
+            ),
+            1..4,
+        ),
+    ) {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("f.txt");
+        fs::write(&path, &text).unwrap();
+        let ctx = ToolContext::new(temp.path()).unwrap();
+        let edits: Vec<Value> = edits
+            .into_iter()
+            .map(|(old, new, all)| json!({"old_text": old, "new_text": new, "replace_all": all}))
+            .collect();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        let out = runtime.block_on(call(&ctx, "edit", json!({"path": "f.txt", "edits": edits})));
+        let message = out.text_content();
+        prop_assert!(!message.contains("internal error"), "{}", message);
+        if out.is_error {
+            prop_assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        } else {
+            prop_assert!(message.contains("[hash of the whole file: "), "{}", message);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// The same with `old_text` cut from the file itself, so that most edits do apply: the
+    /// result is applied or refused cleanly, and an applied result keeps the BOM-free text valid.
+    #[test]
+    fn edits_cut_from_the_file_are_applied_or_refused_cleanly(
+        text in file_strategy(),
+        cuts in prop::collection::vec(
+            (any::<prop::sample::Index>(), 0usize..40, "[ab \t\r\n“x$&]{0,10}", any::<bool>()),
+            1..4,
+        ),
+    ) {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("f.txt");
+        fs::write(&path, &text).unwrap();
+        let ctx = ToolContext::new(temp.path()).unwrap();
+        let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+        let edits: Vec<Value> = cuts
+            .into_iter()
+            .map(|(at, len, new, all)| {
+                let start = at.index(bounds.len());
+                let end = (start + len).min(bounds.len() - 1);
+                let old = &text[bounds[start]..bounds[end]];
+                json!({"old_text": old, "new_text": new, "replace_all": all})
+            })
+            .collect();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        let out = runtime.block_on(call(&ctx, "edit", json!({"path": "f.txt", "edits": edits})));
+        let message = out.text_content();
+        prop_assert!(!message.contains("internal error"), "{}", message);
+        if out.is_error {
+            prop_assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        } else {
+            prop_assert!(message.contains("--- a/f.txt"), "{}", message);
+        }
+    }
+}
