@@ -426,8 +426,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 
-    /// The same with `old_text` cut from the file itself, so that most edits do apply: the
-    /// result is applied or refused cleanly, and an applied result keeps the BOM-free text valid.
+    /// The same with `old_text` cut from the file itself, so that many of the edits apply.
     #[test]
     fn edits_cut_from_the_file_are_applied_or_refused_cleanly(
         text in file_strategy(),

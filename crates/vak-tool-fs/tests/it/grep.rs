@@ -341,3 +341,18 @@ async fn the_same_tree_gives_the_same_output() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_path_that_is_neither_file_nor_folder_is_refused() {
+    let dir = workspace(&[("a.txt", b"hello\n")]);
+    let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap();
+    let out = call(dir.path(), "grep", json!({"pattern": "x", "path": "sock"})).await;
+    check(
+        "socket",
+        &out,
+        &Expect::Error("`sock` is not a regular file or a folder"),
+    );
+    // In a tree it is simply not searched.
+    let out = call(dir.path(), "grep", json!({"pattern": "hello"})).await;
+    check("tree", &out, &Expect::Lines(&["a.txt:1:hello"]));
+}

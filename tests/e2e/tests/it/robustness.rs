@@ -65,7 +65,7 @@ const FIXTURE_PATHS: &[&str] = &[
     "long_line.txt",
     "many_lines.txt",
     "noperm.txt",
-    "fifo",
+    "fifo_x",
     "dir",
     "dir/b.rs",
     "dir/sub",
@@ -134,7 +134,7 @@ const COMPONENTS: &[&str] = &[
     "x",
     "ünï",
     "bin.dat",
-    "fifo",
+    "fifo_x",
     "outside",
     "sentinel.txt",
     "*",
@@ -894,16 +894,54 @@ fn hunt(tool: &str, config: &Config, cases: u32) {
         max_shrink_time: 45_000,
         ..ProptestConfig::default()
     });
+    let tally = std::sync::Mutex::new(Tally::default());
     let result = runner.run(&(strategy, any::<bool>()), |(args, from_sub)| {
         let ctx = if from_sub { &sub } else { &fixture.ctx };
         let output = call(&rt, &tools, tool, &args, ctx);
-        judge(&fixture, output)
-            .map(drop)
-            .map_err(|why| TestCaseError::fail(format!("{tool} {args}: {why}")))
+        let output = judge(&fixture, output)
+            .map_err(|why| TestCaseError::fail(format!("{tool} {args}: {why}")))?;
+        tally.lock().unwrap().count(&output);
+        Ok(())
     });
     rt.shutdown_timeout(Duration::from_secs(5));
     if let Err(error) = result {
         panic!("{tool}: {error}");
+    }
+    let tally = tally.into_inner().unwrap();
+    eprintln!("{tool}: {tally:?}");
+    // The hunt must reach past argument parsing, into the tool itself, most of the time.
+    assert!(
+        tally.parsed() * 2 >= tally.calls,
+        "{tool}: too few calls got past argument parsing: {tally:?}"
+    );
+}
+
+/// How the calls of one hunt ended.
+#[derive(Debug, Default)]
+struct Tally {
+    calls: usize,
+    /// Refused by argument parsing (`invalid arguments: ...`).
+    unparsed: usize,
+    /// Refused by the tool itself.
+    refused: usize,
+    /// Succeeded.
+    succeeded: usize,
+}
+
+impl Tally {
+    fn count(&mut self, output: &ToolOutput) {
+        self.calls += 1;
+        if !output.is_error {
+            self.succeeded += 1;
+        } else if output.text_content().starts_with("invalid arguments") {
+            self.unparsed += 1;
+        } else {
+            self.refused += 1;
+        }
+    }
+
+    fn parsed(&self) -> usize {
+        self.refused + self.succeeded
     }
 }
 
@@ -934,48 +972,48 @@ fn every_registered_tool_has_a_hunt() {
 
 #[test]
 fn hunt_read() {
-    hunt("read", &Config::default(), 128);
+    hunt("read", &Config::default(), 512);
 }
 
 #[test]
 fn hunt_write() {
-    hunt("write", &Config::default(), 96);
+    hunt("write", &Config::default(), 384);
 }
 
 #[test]
 fn hunt_edit() {
-    hunt("edit", &Config::default(), 128);
+    hunt("edit", &Config::default(), 512);
 }
 
 #[test]
 fn hunt_glob() {
-    hunt("glob", &Config::default(), 96);
+    hunt("glob", &Config::default(), 384);
 }
 
 #[test]
 fn hunt_grep() {
-    hunt("grep", &Config::default(), 128);
+    hunt("grep", &Config::default(), 512);
 }
 
 #[test]
 fn hunt_bash() {
-    hunt("bash", &Config::default(), 64);
+    hunt("bash", &Config::default(), 256);
 }
 
 #[test]
 fn hunt_webfetch() {
-    hunt("webfetch", &Config::default(), 96);
+    hunt("webfetch", &Config::default(), 384);
 }
 
 #[test]
 fn hunt_browse() {
     // Every URL is refused before a browser starts; few cases all the same.
-    hunt("browse", &Config::default(), 16);
+    hunt("browse", &Config::default(), 64);
 }
 
 #[test]
 fn hunt_commitments() {
-    hunt("commitments", &commitments_config(), 64);
+    hunt("commitments", &commitments_config(), 256);
 }
 
 // ---------------------------------------------------------------------------------------------
