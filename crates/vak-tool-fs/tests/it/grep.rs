@@ -293,8 +293,8 @@ async fn a_cancelled_call_is_an_error() {
 
 #[tokio::test]
 async fn cancelling_during_a_search_returns_promptly() {
-    let files: Vec<(String, Vec<u8>)> = (0..400)
-        .map(|i| (format!("d{}/f{i:03}.txt", i % 10), b"miss\n".repeat(20_000)))
+    let files: Vec<(String, Vec<u8>)> = (0..200)
+        .map(|i| (format!("d{}/f{i:03}.txt", i % 10), b"miss\n".repeat(10_000)))
         .collect();
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
     let dir = workspace(&files);

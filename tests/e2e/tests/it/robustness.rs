@@ -625,17 +625,67 @@ fn one_of(values: &'static [&'static str]) -> BoxedStrategy<String> {
     prop::sample::select(values).prop_map(str::to_owned).boxed()
 }
 
-/// An object with each field present four times out of five and, now and then, an unknown one.
-fn shaped(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
+/// One parameter of a tool: its name, whether it is required, and values of the right type.
+struct Field {
+    name: &'static str,
+    required: bool,
+    /// How often a clean object carries it, when it is optional.
+    presence: f64,
+    good: BoxedStrategy<Value>,
+}
+
+fn required(name: &'static str, good: BoxedStrategy<Value>) -> Field {
+    Field {
+        name,
+        required: true,
+        presence: 1.0,
+        good,
+    }
+}
+
+fn optional(name: &'static str, good: BoxedStrategy<Value>) -> Field {
+    Field {
+        name,
+        required: false,
+        presence: 0.5,
+        good,
+    }
+}
+
+/// An object of the named fields.
+///
+/// Clean: every required field, half of the optional ones, each of the right type (hostile
+/// values all the same), no unknown field; these calls reach the tool's own code. Messy: each
+/// field four times out of five, one value in ten of any JSON type, now and then an unknown
+/// field; these exercise the argument errors.
+fn object(fields: &[Field], messy: bool) -> BoxedStrategy<Value> {
     let parts: Vec<BoxedStrategy<Option<(String, Value)>>> = fields
-        .into_iter()
-        .map(|(name, value)| {
-            prop::option::weighted(0.8, value)
+        .iter()
+        .map(|field| {
+            let name = field.name;
+            let value = match (messy, field.required) {
+                (false, true) => field.good.clone().prop_map(Some).boxed(),
+                (false, false) => {
+                    prop::option::weighted(field.presence, field.good.clone()).boxed()
+                }
+                // A random string for `command` or `url` could run or fetch anything.
+                (true, _) if matches!(name, "command" | "url") => prop::option::weighted(
+                    0.8,
+                    prop_oneof![9 => field.good.clone(), 1 => non_string_json()],
+                )
+                .boxed(),
+                (true, _) => prop::option::weighted(0.8, typed(field.good.clone())).boxed(),
+            };
+            value
                 .prop_map(move |value| value.map(|value| (name.to_owned(), value)))
                 .boxed()
         })
         .collect();
-    let unknown = prop::option::weighted(0.1, (random_key(), random_json()));
+    let unknown = if messy {
+        prop::option::weighted(0.2, (random_key(), random_json())).boxed()
+    } else {
+        Just(None).boxed()
+    };
     (parts, unknown)
         .prop_map(|(parts, unknown)| {
             let mut map = Map::new();
@@ -647,14 +697,57 @@ fn shaped(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Va
         .boxed()
 }
 
-/// Well-shaped arguments most of the time; otherwise random JSON (objects with unknown keys,
-/// arrays, scalars, null).
-fn arguments(shape: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+/// Clean objects most of the time, then messy ones, then random JSON (objects with unknown
+/// keys, arrays, scalars, null).
+fn arguments(fields: &[Field]) -> BoxedStrategy<Value> {
     prop_oneof![
-        8 => shape,
+        12 => object(fields, false),
+        5 => object(fields, true),
         2 => random_json(),
         1 => prop::collection::btree_map(random_key(), random_json(), 0..5)
             .prop_map(|map| Value::Object(map.into_iter().collect())),
+    ]
+    .boxed()
+}
+
+/// Counts: small ones, the edges of the integer types, random ones. Never negative.
+fn count() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            0u64,
+            1,
+            2,
+            3,
+            10,
+            11,
+            100,
+            2999,
+            3000,
+            3001,
+            600_000,
+            600_001,
+            u64::from(u32::MAX),
+            i64::MAX as u64,
+            u64::MAX,
+        ]),
+        3 => 0u64..5000,
+        1 => any::<u64>(),
+    ]
+    .prop_map(Value::from)
+    .boxed()
+}
+
+/// A line number or count, mostly small and valid, sometimes anything `integer` gives.
+fn line_number() -> BoxedStrategy<Value> {
+    prop_oneof![2 => (1i64..5).prop_map(Value::from), 1 => integer()].boxed()
+}
+
+/// Signed integers: counts, negatives, the edges of `i64`.
+fn integer() -> BoxedStrategy<Value> {
+    prop_oneof![
+        3 => count().prop_filter_map("fits in i64", |value| value.as_i64().map(Value::from)),
+        1 => prop::sample::select(vec![-1i64, -2, -3000, i64::MIN, i64::MIN + 1]).prop_map(Value::from),
+        1 => any::<i64>().prop_map(Value::from),
     ]
     .boxed()
 }
@@ -701,107 +794,140 @@ fn safe_url() -> BoxedStrategy<String> {
     prop_oneof![1 => one_of(REFUSED_URLS), 2 => built].boxed()
 }
 
-fn edits() -> BoxedStrategy<Value> {
+fn edits(messy: bool) -> BoxedStrategy<Value> {
     let snippet = || {
         prop_oneof![3 => one_of(SNIPPETS), 1 => weird_string()]
             .prop_map(Value::String)
             .boxed()
     };
-    let edit = shaped(vec![
-        ("old_text", typed(snippet())),
-        ("new_text", typed(snippet())),
-        ("replace_all", typed(any::<bool>().prop_map(Value::Bool))),
-    ]);
-    prop::collection::vec(edit, 0..4)
+    let edit = object(
+        &[
+            required("old_text", snippet()),
+            required("new_text", snippet()),
+            optional("replace_all", any::<bool>().prop_map(Value::Bool).boxed()),
+        ],
+        messy,
+    );
+    let many = if messy { 0..4 } else { 1..4 };
+    prop::collection::vec(edit, many)
         .prop_map(Value::Array)
         .boxed()
 }
 
-/// The arguments strategy of each tool, or `None` for a tool this file does not know yet.
-fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrategy<Value>> {
-    let path = || typed(string(fixture.paths()));
-    let number = || typed(weird_number());
-    let boolean = || typed(any::<bool>().prop_map(Value::Bool));
-    let shape = match tool {
-        "read" => shaped(vec![
-            ("path", path()),
-            ("offset", number()),
-            ("limit", number()),
-        ]),
-        "write" => shaped(vec![
-            ("path", path()),
-            ("content", typed(string(weird_string()))),
-        ]),
-        "edit" => shaped(vec![
-            ("path", path()),
-            ("edits", typed(edits())),
-            (
-                "expect_hash",
-                typed(string(prop_oneof!["[0-9a-f]{16}", weird_string()])),
+/// Paths that name something real in the fixture, for calls that should get past the checks.
+const REAL_PATHS: &[&str] = &[
+    "a.txt",
+    "crlf.txt",
+    "no_newline.txt",
+    "empty.txt",
+    "latin1.txt",
+    "utf16.txt",
+    "bom.txt",
+    "long_line.txt",
+    "many_lines.txt",
+    "image.png",
+    "dir/b.rs",
+    "dir/sub/c.md",
+    "dir/sub/deep/leaf.txt",
+    "dir with space/ünïcödé.txt",
+    "inside_link",
+    "dir/sub/up/a.txt",
+];
+
+const REAL_FOLDERS: &[&str] = &[
+    ".",
+    "dir",
+    "dir/sub",
+    "dir/sub/deep",
+    "dir/sub/up",
+    "dir with space",
+    ".hidden",
+];
+
+/// The parameters of each tool, or `None` for a tool this file does not know yet.
+fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
+    // Real paths relative to the workspace root and absolute (calls also run from `dir/sub`).
+    let ws = fixture.ws.clone();
+    let path = |real: &'static [&'static str]| {
+        let ws = ws.clone();
+        let absolute = one_of(real).prop_map(move |path| ws.join(path).display().to_string());
+        prop_oneof![1 => one_of(real), 1 => absolute, 2 => fixture.paths()]
+            .prop_map(Value::String)
+            .boxed()
+    };
+    let boolean = || any::<bool>().prop_map(Value::Bool).boxed();
+    let fields = match tool {
+        "read" => vec![
+            required("path", path(REAL_PATHS)),
+            optional(
+                "offset",
+                line_number(),
             ),
-        ]),
-        "glob" => shaped(vec![
-            ("pattern", typed(string(glob_pattern()))),
-            ("path", path()),
-        ]),
-        "grep" => shaped(vec![
-            ("pattern", typed(string(regex_pattern()))),
-            ("path", path()),
-            ("include", typed(string(glob_pattern()))),
-            ("ignore_case", boolean()),
-            ("context", number()),
-            (
-                "output",
-                typed(string(one_of(&[
-                    "content", "files", "count", "", "CONTENT", "lines",
-                ]))),
+            optional(
+                "limit",
+                line_number(),
             ),
-            ("max_matches", number()),
-        ]),
-        "bash" => shaped(vec![
-            (
-                "command",
-                prop_oneof![9 => string(one_of(SAFE_COMMANDS)), 1 => non_string_json()].boxed(),
+        ],
+        "write" => vec![
+            required("path", path(REAL_PATHS)),
+            required("content", string(weird_string())),
+        ],
+        "edit" => vec![
+            required("path", path(REAL_PATHS)),
+            required(
+                "edits",
+                prop_oneof![3 => edits(false), 1 => edits(true)].boxed(),
             ),
-            (
+            // Rare: a random hash is always stale, and the edit is then refused.
+            Field {
+                presence: 0.15,
+                ..optional(
+                    "expect_hash",
+                    string(prop_oneof!["[0-9a-f]{16}", weird_string()]),
+                )
+            },
+        ],
+        "glob" => vec![
+            required("pattern", string(glob_pattern())),
+            optional("path", path(REAL_FOLDERS)),
+        ],
+        "grep" => vec![
+            required("pattern", string(regex_pattern())),
+            optional("path", path(REAL_FOLDERS)),
+            optional("include", string(glob_pattern())),
+            optional("ignore_case", boolean()),
+            optional("context", count()),
+            optional("output", string(one_of(&["content", "files", "count"]))),
+            optional("max_matches", count()),
+        ],
+        "bash" => vec![
+            // Only harmless commands; in messy objects the wrong type, never another string.
+            required("command", string(one_of(SAFE_COMMANDS))),
+            optional(
                 "timeout_ms",
-                typed(prop::sample::select(vec![
-                    json!(1),
-                    json!(20),
-                    json!(200),
-                    json!(2000),
-                    json!(0),
-                    json!(-1),
-                    json!(600_001),
-                    json!(u64::MAX),
-                    json!(1.5),
-                ])),
+                prop::sample::select(vec![1u64, 20, 200, 2000, 0, 600_001, u64::MAX])
+                    .prop_map(Value::from)
+                    .boxed(),
             ),
-            ("cwd", path()),
-        ]),
-        "webfetch" | "browse" => shaped(vec![
-            (
-                "url",
-                prop_oneof![9 => string(safe_url()), 1 => non_string_json()].boxed(),
-            ),
-            (
-                "format",
-                typed(string(one_of(&[
-                    "markdown", "text", "raw", "html", "", "HTML",
-                ]))),
-            ),
-        ]),
-        "commitments" => shaped(vec![
-            (
+            optional("cwd", path(REAL_FOLDERS)),
+        ],
+        "webfetch" => vec![
+            required("url", string(safe_url())),
+            optional("format", string(one_of(&["markdown", "text", "raw"]))),
+        ],
+        "browse" => vec![
+            required("url", string(safe_url())),
+            optional("format", string(one_of(&["markdown", "html"]))),
+        ],
+        "commitments" => vec![
+            optional(
                 "status",
-                typed(string(one_of(&[
-                    "open", "blocked", "waiting", "closed", "all", "", "OPEN", "done",
-                ]))),
+                string(one_of(&["open", "blocked", "waiting", "closed", "all"])),
             ),
-            (
+            optional(
                 "id",
-                typed(prop_oneof![
-                    weird_number(),
+                prop_oneof![
+                    integer(),
                     string(one_of(&[
                         "1",
                         "#1",
@@ -814,12 +940,18 @@ fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrategy<Value>> {
                         "1e3",
                         "",
                     ])),
-                ]),
+                ]
+                .boxed(),
             ),
-        ]),
+        ],
         _ => return None,
     };
-    Some(arguments(shape))
+    Some(fields)
+}
+
+/// The arguments strategy of each tool, or `None` for a tool this file does not know yet.
+fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrategy<Value>> {
+    fields_for(tool, fixture).map(|fields| arguments(&fields))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -937,6 +1069,11 @@ impl Tally {
             self.unparsed += 1;
         } else {
             self.refused += 1;
+            let t = output.text_content();
+            eprintln!(
+                "REFUSED {}",
+                t.chars().take(90).collect::<String>().replace('\n', " ")
+            );
         }
     }
 
