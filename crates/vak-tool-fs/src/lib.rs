@@ -1,20 +1,34 @@
 //! File tools for agents: `read`, `write`, `edit`, `glob` and `grep`.
 //!
+//! | tool | what it does | module |
+//! | --- | --- | --- |
+//! | `read` | a page of numbered lines (or an image), the exact line count, and a hash of the whole file, in one streaming pass | `read` |
+//! | `write` | the whole file, atomically, keeping its mode and writing through symbolic links | `write` |
+//! | `edit` | exact string edits applied in order, atomically, byte-preserving outside each match, with matching levels and a diff | `edit` |
+//! | `glob` | paths matching a glob, newest first, ignores honoured | `glob` |
+//! | `grep` | regex search with ripgrep's engine, context, three output modes, early exit | `grep` |
+//!
 //! Every path goes through [`vak_tool_core::ToolContext::resolve_path`], so under the
-//! `Workspace` policy no tool here reads or writes outside the workspace. Writes are atomic
-//! (a temporary file in the same folder, fsync, rename): a crash leaves the old file or the new,
-//! never half of one.
+//! `Workspace` policy no tool here reads or writes outside the workspace, symbolic links
+//! included. Writes are atomic (a temporary file in the same folder, fsync, rename): a crash
+//! leaves the old file or the new, never half of one. `read` ends its result with a short hash of
+//! the whole file; `edit` accepts it as `expect_hash` and refuses to edit a file that changed since
+//! (there is no staleness check without it, so no false alarms). Text and binary are told apart
+//! by content, never by file name. `glob` and `grep` share one walker (`walk`): `.gitignore`,
+//! `.ignore` and `.git/info/exclude` are honoured, `.git`, `node_modules` and `target` skipped,
+//! and the output order is deterministic. File work runs on tokio's blocking threads and stops
+//! when the call is cancelled.
 //!
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
 //! vak_tool_fs::register(&mut registry);
+//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "write"]);
 //! ```
 #![forbid(unsafe_code)]
 
 mod atomic;
 mod hash;
 mod sniff;
-// tool modules (each registered below)
 mod edit;
 mod glob;
 mod grep;
@@ -26,7 +40,6 @@ use vak_tool_core::Registry;
 
 /// Adds this crate's tools to a registry.
 pub fn register(registry: &mut Registry) {
-    // tool registrations
     registry.register(edit::EditTool::new());
     registry.register(glob::Glob::new());
     registry.register(grep::Grep::new());

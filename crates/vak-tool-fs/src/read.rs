@@ -400,6 +400,12 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
     let Some(page) = page::scan(&mut reader, page_request, cancel).map_err(io_error)? else {
         return Err(ReadError::Cancelled { path: shown() });
     };
+    // So that a stale `expect_hash` from this read can say how much the file changed since.
+    crate::edit::seen::remember_size(
+        &page.hash,
+        usize::try_from(page.bytes).unwrap_or(usize::MAX),
+        usize::try_from(page.total_lines).unwrap_or(usize::MAX),
+    );
     if page.total_lines == 0 {
         let what = if page.bom {
             "is empty apart from a UTF-8 byte order mark"

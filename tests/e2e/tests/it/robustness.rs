@@ -65,7 +65,7 @@ const FIXTURE_PATHS: &[&str] = &[
     "long_line.txt",
     "many_lines.txt",
     "noperm.txt",
-    "fifo_x",
+    "fifo",
     "dir",
     "dir/b.rs",
     "dir/sub",
@@ -134,7 +134,7 @@ const COMPONENTS: &[&str] = &[
     "x",
     "ünï",
     "bin.dat",
-    "fifo_x",
+    "fifo",
     "outside",
     "sentinel.txt",
     "*",
@@ -808,7 +808,7 @@ fn edits(messy: bool) -> BoxedStrategy<Value> {
         ],
         messy,
     );
-    let many = if messy { 0..4 } else { 1..4 };
+    let many = if messy { 0..4 } else { 1..3 };
     prop::collection::vec(edit, many)
         .prop_map(Value::Array)
         .boxed()
@@ -859,14 +859,8 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
     let fields = match tool {
         "read" => vec![
             required("path", path(REAL_PATHS)),
-            optional(
-                "offset",
-                line_number(),
-            ),
-            optional(
-                "limit",
-                line_number(),
-            ),
+            optional("offset", line_number()),
+            optional("limit", line_number()),
         ],
         "write" => vec![
             required("path", path(REAL_PATHS)),
@@ -1069,11 +1063,6 @@ impl Tally {
             self.unparsed += 1;
         } else {
             self.refused += 1;
-            let t = output.text_content();
-            eprintln!(
-                "REFUSED {}",
-                t.chars().take(90).collect::<String>().replace('\n', " ")
-            );
         }
     }
 
@@ -1109,48 +1098,48 @@ fn every_registered_tool_has_a_hunt() {
 
 #[test]
 fn hunt_read() {
-    hunt("read", &Config::default(), 512);
+    hunt("read", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_write() {
-    hunt("write", &Config::default(), 384);
+    hunt("write", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_edit() {
-    hunt("edit", &Config::default(), 512);
+    hunt("edit", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_glob() {
-    hunt("glob", &Config::default(), 384);
+    hunt("glob", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_grep() {
-    hunt("grep", &Config::default(), 512);
+    hunt("grep", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_bash() {
-    hunt("bash", &Config::default(), 256);
+    hunt("bash", &Config::default(), 96);
 }
 
 #[test]
 fn hunt_webfetch() {
-    hunt("webfetch", &Config::default(), 384);
+    hunt("webfetch", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_browse() {
     // Every URL is refused before a browser starts; few cases all the same.
-    hunt("browse", &Config::default(), 64);
+    hunt("browse", &Config::default(), 16);
 }
 
 #[test]
 fn hunt_commitments() {
-    hunt("commitments", &commitments_config(), 256);
+    hunt("commitments", &commitments_config(), 96);
 }
 
 // ---------------------------------------------------------------------------------------------

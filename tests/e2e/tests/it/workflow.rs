@@ -72,6 +72,12 @@ async fn write_read_edit_grep_glob_bash() {
         )
         .await;
     assert!(stale.is_error, "{}", stale.text_content());
+    // `read` told `edit` the size behind the hash it printed: the refusal says how much changed.
+    assert!(
+        stale.text_content().contains("29 bytes"),
+        "{}",
+        stale.text_content()
+    );
     assert_eq!(
         std::fs::read(s.ctx.workspace().join("src/lib.rs")).unwrap(),
         bytes
