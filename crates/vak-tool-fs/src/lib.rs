@@ -27,12 +27,12 @@
 #![forbid(unsafe_code)]
 
 mod atomic;
-mod hash;
-mod sniff;
 mod edit;
 mod glob;
 mod grep;
+mod hash;
 mod read;
+mod sniff;
 mod walk;
 mod write;
 
