@@ -14,7 +14,7 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -74,6 +74,18 @@ pub(crate) enum WriteError {
     Directory {
         /// The path as shown.
         path: String,
+    },
+    /// The target exists and is not a regular file (a FIFO, socket or device): opening it could
+    /// block for ever, and renaming over it would silently replace something that is not a file.
+    #[error(
+        "`{path}` is not a regular file (a {kind}); write only creates or replaces files, so \
+         nothing was written. Give another path, or use `bash` if you really mean to write to it."
+    )]
+    NotRegular {
+        /// The path as shown.
+        path: String,
+        /// What it is.
+        kind: &'static str,
     },
     /// Something on the way is a file, not a folder.
     #[error(
@@ -213,6 +225,22 @@ impl Job {
             Ok(meta) if meta.is_dir() => {
                 return Err(WriteError::Directory {
                     path: self.shown.clone(),
+                });
+            }
+            Ok(meta) if !meta.is_file() => {
+                let kind = meta.file_type();
+                let kind = if kind.is_fifo() {
+                    "named pipe (FIFO)"
+                } else if kind.is_socket() {
+                    "socket"
+                } else if kind.is_block_device() || kind.is_char_device() {
+                    "device"
+                } else {
+                    "special file"
+                };
+                return Err(WriteError::NotRegular {
+                    path: self.shown.clone(),
+                    kind,
                 });
             }
             Ok(meta) => Some(meta),

@@ -2,7 +2,7 @@
 //! cases that need permissions, links or limits.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
 use serde_json::json;
 use vak_tool_core::OutputLimits;
@@ -180,6 +180,25 @@ async fn unknown_arguments_are_refused() {
         out.text_content()
     );
     assert!(!ws.path("f.txt").exists());
+}
+
+#[tokio::test]
+async fn a_socket_or_pipe_is_refused_without_opening_it() {
+    let ws = Workspace::new();
+    let socket = ws.path("app.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let out = ws
+        .call("write", json!({"path": "app.sock", "content": "x"}))
+        .await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(text.contains("not a regular file (a socket)"), "{text}");
+    assert!(
+        fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_socket()
+    );
 }
 
 #[tokio::test]
