@@ -2,6 +2,7 @@
 //!
 //! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
+//! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
 //!   `bench glob` compare our search tools with ripgrep and fd on the corpus that
 //!   `bench-corpus` vendors).
@@ -25,8 +26,13 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::run(&project_root()).map_err(|problems| problems.join("\n")),
         Some("bench") => bench(&args[1..]),
         Some("bench-corpus") => bench_search::corpus(&project_root()),
+        Some("docs") => step(
+            "docs/tools.md",
+            &["test", "-p", "vak-e2e", "--test", "it", "tools_doc"],
+            &[("VAK_UPDATE_DOCS", "1")],
+        ),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | bench [NAME] | bench-corpus>");
+            eprintln!("usage: cargo xtask <ci | tidy | docs | bench [NAME] | bench-corpus>");
             return ExitCode::from(2);
         }
     };

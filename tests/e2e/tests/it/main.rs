@@ -3,6 +3,7 @@
 
 mod commitments;
 mod robustness;
+mod tools_doc;
 mod workflow;
 
 use serde_json::json;

@@ -29,7 +29,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
 use vak_tools::commitments::CommitmentLedger;
-use vak_tools::{Config, OutputLimits, Registry, ToolContext, ToolOutput, registry};
+use vak_tools::{
+    CancellationToken, Config, OutputLimits, Registry, ToolContext, ToolOutput, registry,
+};
 
 /// What the registry says when a tool panicked (crates/vak-tool-core/src/registry.rs).
 const PANIC_TEXT: &str = "failed with an internal error";
@@ -355,6 +357,8 @@ struct Fixture {
     outside: PathBuf,
     ctx: ToolContext,
     before: Snapshot,
+    /// The workspace's files as first written, restored after each call.
+    originals: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// Everything under a folder, symbolic links not followed.
@@ -465,16 +469,34 @@ impl Fixture {
 
         let ctx = config.tool_context(&ws).unwrap();
         let before = snapshot(&outside);
+        let originals = snapshot(&ws)
+            .into_iter()
+            .filter_map(|(path, entry)| match entry {
+                Entry::File(bytes) if !path.starts_with(ws.join(".vak")) => Some((path, bytes)),
+                _ => None,
+            })
+            .collect();
         Self {
             _root: root,
             ws,
             outside,
             ctx,
             before,
+            originals,
         }
     }
 
     /// The outside folder, byte for byte as it was.
+    /// Puts back the content of every file the fixture wrote, so that each call of a hunt meets
+    /// the same files (files that calls created stay).
+    fn restore(&self) {
+        for (path, bytes) in &self.originals {
+            if std::fs::read(path).ok().as_ref() != Some(bytes) {
+                let _ = std::fs::write(path, bytes);
+            }
+        }
+    }
+
     fn outside_unchanged(&self) -> Result<(), String> {
         let now = snapshot(&self.outside);
         if now == self.before {
@@ -945,7 +967,47 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
 
 /// The arguments strategy of each tool, or `None` for a tool this file does not know yet.
 fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrategy<Value>> {
-    fields_for(tool, fixture).map(|fields| arguments(&fields))
+    let general = arguments(&fields_for(tool, fixture)?);
+    Some(match tool {
+        // Random snippets seldom occur in a file: half the edits replace a real piece of one.
+        "edit" => prop_oneof![general, targeted_edit(fixture)].boxed(),
+        _ => general,
+    })
+}
+
+/// An edit whose `old_text` is a piece of a fixture file as it was first written (character
+/// boundaries, up to 40 characters, line endings included), so that most calls succeed and the
+/// splicing itself is exercised; the file may have changed since, which is fine too.
+fn targeted_edit(fixture: &Fixture) -> BoxedStrategy<Value> {
+    let files: Vec<(String, Vec<char>)> = REAL_PATHS
+        .iter()
+        .filter_map(|path| {
+            let full = fixture.ws.join(path);
+            let text = std::fs::read_to_string(&full).ok()?;
+            (!text.is_empty()).then(|| (full.display().to_string(), text.chars().collect()))
+        })
+        .collect();
+    let piece = prop::sample::select(files).prop_flat_map(|(path, chars)| {
+        let total = chars.len();
+        (0..total)
+            .prop_flat_map(move |start| (Just(start), 1..=(total - start).min(40)))
+            .prop_map(move |(start, len)| {
+                (
+                    path.clone(),
+                    chars[start..start + len].iter().collect::<String>(),
+                )
+            })
+    });
+    let new_text = prop_oneof![3 => one_of(SNIPPETS), 1 => weird_string()];
+    (piece, new_text, prop::option::of(any::<bool>()))
+        .prop_map(|((path, old_text), new_text, replace_all)| {
+            let mut edit = json!({"old_text": old_text, "new_text": new_text});
+            if let Some(replace_all) = replace_all {
+                edit["replace_all"] = Value::Bool(replace_all);
+            }
+            json!({"path": path, "edits": [edit]})
+        })
+        .boxed()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1022,7 +1084,13 @@ fn hunt(tool: &str, config: &Config, cases: u32) {
     let tally = std::sync::Mutex::new(Tally::default());
     // After a hang, shrinking would cost the whole timeout per step: report the case as found.
     let hung = std::sync::atomic::AtomicBool::new(false);
-    let strategy = (strategy.prop_map(Shown), 0..contexts.len());
+    // Mostly the default limits: tiny and small ones refuse much of the work early.
+    let context = (
+        any::<bool>(),
+        prop_oneof![12 => Just(0), 2 => Just(1), 2 => Just(2), 1 => Just(3)],
+    )
+        .prop_map(|(from_sub, variant)| usize::from(from_sub) * 4 + variant);
+    let strategy = (strategy.prop_map(Shown), context);
     let result = runner.run(&strategy, |(Shown(args), context)| {
         if hung.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
@@ -1035,6 +1103,7 @@ fn hunt(tool: &str, config: &Config, cases: u32) {
         let output = judge(&fixture, output)
             .map_err(|why| TestCaseError::fail(format!("{tool} {}: {why}", shorten(&args))))?;
         tally.lock().unwrap().count(&output);
+        fixture.restore();
         Ok(())
     });
     rt.shutdown_timeout(Duration::from_secs(5));
@@ -1092,6 +1161,15 @@ impl Tally {
             self.unparsed += 1;
         } else {
             self.refused += 1;
+            eprintln!(
+                "REFUSED {}",
+                output
+                    .text_content()
+                    .chars()
+                    .take(100)
+                    .collect::<String>()
+                    .replace('\n', " ")
+            );
         }
     }
 
@@ -1102,7 +1180,9 @@ impl Tally {
 
 /// The contexts a call may run in: from the workspace root or from `dir/sub` (so that relative
 /// paths and `..` mean something else), with the default capture limits, tiny ones (every size
-/// 0 or 1, every deadline a millisecond) or small ones (a few bytes, lines or paths).
+/// 0 or 1, every deadline a millisecond) or small ones (a few bytes, lines or paths), or with
+/// the default limits and the caller's cancellation token already cancelled. The index is
+/// `4 * from_sub + variant`.
 fn contexts(root: &ToolContext) -> Vec<ToolContext> {
     let mut tiny = OutputLimits::default();
     tiny.read_bytes = 1;
@@ -1127,14 +1207,54 @@ fn contexts(root: &ToolContext) -> Vec<ToolContext> {
     small.grep_line_chars = 3;
     small.bash_stream_bytes = 5;
     small.fetch_body_bytes = 5;
+    let cancelled = CancellationToken::new();
+    cancelled.cancel();
     let sub = root.clone().with_cwd("dir/sub").unwrap();
     let mut contexts = Vec::new();
     for base in [root, &sub] {
         for limits in [OutputLimits::default(), tiny.clone(), small.clone()] {
             contexts.push(base.clone().with_limits(limits));
         }
+        contexts.push(base.clone().with_parent_cancel(&cancelled));
     }
     contexts
+}
+
+/// Several calls at once from one context: all spawned, then all awaited within the timeout.
+fn call_many(
+    rt: &tokio::runtime::Runtime,
+    tools: &Registry,
+    calls: &[(&'static str, Shown)],
+    ctx: &ToolContext,
+) -> Vec<Result<ToolOutput, String>> {
+    let tasks: Vec<_> = calls
+        .iter()
+        .map(|(name, Shown(args))| {
+            let tools = tools.clone();
+            let ctx = ctx.clone();
+            let args = args.clone();
+            rt.spawn(async move { tools.call(name, args, &ctx).await })
+        })
+        .collect();
+    rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + CALL_TIMEOUT;
+        let mut outputs = Vec::new();
+        for task in tasks {
+            let abort = task.abort_handle();
+            outputs.push(match tokio::time::timeout_at(deadline, task).await {
+                Ok(Ok(output)) => Ok(output),
+                Ok(Err(join)) => Err(format!("the call task failed outside the registry: {join}")),
+                Err(_) => {
+                    abort.abort();
+                    Err(format!(
+                        "no result within {} s (a hang)",
+                        CALL_TIMEOUT.as_secs()
+                    ))
+                }
+            });
+        }
+        outputs
+    })
 }
 
 fn commitments_config() -> Config {
@@ -1164,48 +1284,93 @@ fn every_registered_tool_has_a_hunt() {
 
 #[test]
 fn hunt_read() {
-    hunt("read", &Config::default(), 2048);
+    hunt("read", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_write() {
-    hunt("write", &Config::default(), 2048);
+    hunt("write", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_edit() {
-    hunt("edit", &Config::default(), 2048);
+    hunt("edit", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_glob() {
-    hunt("glob", &Config::default(), 2048);
+    hunt("glob", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_grep() {
-    hunt("grep", &Config::default(), 2048);
+    hunt("grep", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_bash() {
-    hunt("bash", &Config::default(), 1536);
+    hunt("bash", &Config::default(), 96);
 }
 
 #[test]
 fn hunt_webfetch() {
-    hunt("webfetch", &Config::default(), 2048);
+    hunt("webfetch", &Config::default(), 128);
 }
 
 #[test]
 fn hunt_browse() {
     // Every URL is refused before a browser starts; few cases all the same.
-    hunt("browse", &Config::default(), 256);
+    hunt("browse", &Config::default(), 16);
+}
+
+/// The file tools and `bash` racing on the same files: two to seven calls at a time.
+#[test]
+fn hunt_concurrent_calls() {
+    let config = Config::default();
+    let fixture = Fixture::new(&config);
+    let tools = registry(&config);
+    let per_tool: Vec<_> = ["read", "write", "edit", "glob", "grep", "bash"]
+        .into_iter()
+        .map(|name| {
+            strategy_for(name, &fixture)
+                .unwrap()
+                .prop_map(move |args| (name, Shown(args)))
+        })
+        .collect();
+    let batch = prop::collection::vec(proptest::strategy::Union::new(per_tool), 2..8);
+    let rt = runtime();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 32,
+        failure_persistence: None,
+        max_shrink_iters: 16,
+        max_shrink_time: 45_000,
+        ..ProptestConfig::default()
+    });
+    let hung = std::sync::atomic::AtomicBool::new(false);
+    let result = runner.run(&batch, |calls| {
+        if hung.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let outputs = call_many(&rt, &tools, &calls, &fixture.ctx);
+        for ((name, Shown(args)), output) in calls.iter().zip(outputs) {
+            if output.is_err() {
+                hung.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            judge(&fixture, output)
+                .map_err(|why| TestCaseError::fail(format!("{name} {}: {why}", shorten(args))))?;
+        }
+        fixture.restore();
+        Ok(())
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Err(error) = result {
+        panic!("concurrent calls: {error}");
+    }
 }
 
 #[test]
 fn hunt_commitments() {
-    hunt("commitments", &commitments_config(), 1536);
+    hunt("commitments", &commitments_config(), 96);
 }
 
 // ---------------------------------------------------------------------------------------------
