@@ -1161,15 +1161,6 @@ impl Tally {
             self.unparsed += 1;
         } else {
             self.refused += 1;
-            eprintln!(
-                "REFUSED {}",
-                output
-                    .text_content()
-                    .chars()
-                    .take(100)
-                    .collect::<String>()
-                    .replace('\n', " ")
-            );
         }
     }
 
@@ -1230,6 +1221,7 @@ fn call_many(
     let tasks: Vec<_> = calls
         .iter()
         .map(|(name, Shown(args))| {
+            let name = *name;
             let tools = tools.clone();
             let ctx = ctx.clone();
             let args = args.clone();

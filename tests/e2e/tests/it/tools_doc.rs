@@ -23,10 +23,14 @@ fn type_of(schema: &Value, defs: &Value) -> String {
                     .collect()
             })
             .unwrap_or_default();
-        return if choices.is_empty() {
+        if !choices.is_empty() {
+            return choices.join(" \\| ");
+        }
+        let inner = type_of(def, defs);
+        return if inner.is_empty() {
             name.to_owned()
         } else {
-            choices.join(" \\| ")
+            inner
         };
     }
     match &schema["type"] {
