@@ -78,7 +78,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    BoxFuture, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec, parse_args,
+    BoxFuture, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
 };
 
 use crate::error::BashError;
@@ -151,15 +151,9 @@ impl Tool for Bash {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<BashArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match request(args, ctx) {
-                Ok(request) => run(request, ctx).await,
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
+        parse_and_run(args, move |args: BashArgs| async move {
+            let request = request(args, ctx)?;
+            Ok::<_, BashError>(run(request, ctx).await)
         })
     }
 }

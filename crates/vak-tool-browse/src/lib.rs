@@ -82,7 +82,7 @@ use tokio::time::Instant;
 use url::Url;
 use vak_tool_core::{
     BoxFuture, CancellationToken, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec,
-    parse_args,
+    parse_and_run,
 };
 use vak_tool_net::guard::Guard;
 use vak_tool_net::markdown::{self, Flavour};
@@ -154,15 +154,10 @@ impl Tool for Browse {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<BrowseArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match browse(self.browser.as_deref(), &args, ctx).await {
-                Ok(text) => ToolOutput::text(text),
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
+        parse_and_run(args, move |args: BrowseArgs| async move {
+            browse(self.browser.as_deref(), &args, ctx)
+                .await
+                .map(ToolOutput::text)
         })
     }
 }

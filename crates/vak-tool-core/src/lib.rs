@@ -71,7 +71,7 @@ pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use registry::Registry;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
-pub use tool::{BoxFuture, Tool};
+pub use tool::{BoxFuture, Tool, parse_and_run};
 
 /// Re-exported so tools and embedders name the same token type.
 pub use tokio_util::sync::CancellationToken;

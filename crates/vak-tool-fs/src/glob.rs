@@ -17,7 +17,9 @@ use std::time::SystemTime;
 use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec};
+use vak_tool_core::{
+    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
+};
 
 use crate::walk::{self, Walker};
 
@@ -35,7 +37,7 @@ Lists files only, not folders. To search file contents use `grep`.";
 /// Arguments of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GlobArgs {
+pub(crate) struct GlobArgs {
     /// The glob matched against each file's path relative to `path`, e.g. `**/*.rs`,
     /// `src/**/*.{ts,tsx}`, `*.md` (top level only) or `**/Cargo.toml`.
     pattern: String,
@@ -47,7 +49,7 @@ struct GlobArgs {
 /// Why a `glob` call cannot run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-enum GlobError {
+pub(crate) enum GlobError {
     /// The pattern does not parse.
     #[error(
         "invalid glob pattern: {source}. Fix the pattern: `*` matches within one folder name, \
@@ -105,16 +107,7 @@ impl Tool for Glob {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match vak_tool_core::parse_args::<GlobArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match run(args, ctx).await {
-                Ok(output) => output,
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
-        })
+        parse_and_run(args, move |args: GlobArgs| run(args, ctx))
     }
 }
 

@@ -33,7 +33,9 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec};
+use vak_tool_core::{
+    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
+};
 
 use crate::walk::{self, Walker};
 
@@ -67,7 +69,7 @@ enum OutputMode {
 /// Arguments of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GrepArgs {
+pub(crate) struct GrepArgs {
     /// The regular expression (Rust regex syntax): `fn main`, `impl\s+\w+ for`, `TODO|FIXME`.
     /// Escape regex characters to find them literally (`foo\(`). It matches within one line.
     pattern: String,
@@ -105,7 +107,7 @@ const AHEAD: usize = 64;
 /// Why a `grep` call cannot run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-enum GrepError {
+pub(crate) enum GrepError {
     /// The regex does not parse.
     #[error(
         "invalid regex `{pattern}`: {message}\nFix the pattern (Rust regex syntax): escape \
@@ -180,16 +182,7 @@ impl Tool for Grep {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match vak_tool_core::parse_args::<GrepArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match run(args, ctx).await {
-                Ok(output) => output,
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
-        })
+        parse_and_run(args, move |args: GrepArgs| run(args, ctx))
     }
 }
 

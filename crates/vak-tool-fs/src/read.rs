@@ -26,7 +26,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
     BoxFuture, CancellationToken, Capability, Content, OutputLimits, PathError, Tool, ToolContext,
-    ToolOutput, ToolSpec, parse_args,
+    ToolOutput, ToolSpec, parse_and_run,
 };
 
 use crate::sniff::{self, ImageKind};
@@ -53,7 +53,7 @@ before you edit it; use `glob` to list folders and `grep` to search many files."
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The file to read: a path relative to the working folder, or absolute.
     path: String,
     /// The first line to show, counting from 1 (default 1). To continue a page, use the offset
@@ -287,15 +287,7 @@ impl Tool for ReadTool {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<ReadArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            run(args, ctx)
-                .await
-                .unwrap_or_else(|error| ToolOutput::error(error.to_string()))
-        })
+        parse_and_run(args, move |args: ReadArgs| run(args, ctx))
     }
 }
 

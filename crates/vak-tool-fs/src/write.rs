@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_args,
+    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
 };
 
 use crate::atomic::{self, Previous};
@@ -38,7 +38,7 @@ file before you overwrite it.";
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// The file to write: a path relative to the working folder, or absolute. Missing parent
     /// folders are created.
     path: String,
@@ -162,15 +162,10 @@ impl Tool for WriteTool {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<WriteArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match run(args, ctx, self.before_rename).await {
-                Ok(text) => ToolOutput::text(text),
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
+        parse_and_run(args, move |args: WriteArgs| async move {
+            run(args, ctx, self.before_rename)
+                .await
+                .map(ToolOutput::text)
         })
     }
 }

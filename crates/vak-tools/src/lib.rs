@@ -38,7 +38,7 @@ pub use config::{
 pub use vak_tool_core::{
     BoxFuture, CancellationToken, Capability, Content, ContextError, NetPolicy, OutputLimits,
     PathError, PathPolicy, PermissionMode, Posture, Registry, Tool, ToolContext, ToolOutput,
-    ToolSpec, parse_args, posture,
+    ToolSpec, parse_and_run, parse_args, posture,
 };
 
 /// The core contract: what a third-party tool implements.

@@ -16,7 +16,9 @@ use url::Url;
 use rustls::pki_types::CertificateDer;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{BoxFuture, Capability, Tool, ToolContext, ToolOutput, ToolSpec, parse_args};
+use vak_tool_core::{
+    BoxFuture, Capability, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
+};
 
 use crate::guard::{Chain, Guard, Resolver, host_spelling};
 use crate::markdown::{self, Flavour};
@@ -117,15 +119,8 @@ impl Tool for WebFetch {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<Args>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            match self.run(&args, ctx).await {
-                Ok(page) => page.into_output(),
-                Err(error) => ToolOutput::error(error.to_string()),
-            }
+        parse_and_run(args, move |args: Args| async move {
+            self.fetch_page(&args, ctx).await.map(Page::into_output)
         })
     }
 }
@@ -205,7 +200,7 @@ impl WebFetch {
         }
     }
 
-    async fn run(&self, args: &Args, ctx: &ToolContext) -> Result<Page, FetchError> {
+    async fn fetch_page(&self, args: &Args, ctx: &ToolContext) -> Result<Page, FetchError> {
         let limits = ctx.limits();
         let deadline = Instant::now() + limits.fetch_deadline;
         let mut progress = Progress {

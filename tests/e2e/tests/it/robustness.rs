@@ -6,20 +6,30 @@
 //! registry catches a panic and turns it into an error result, but a panic is still a bug, so
 //! every call here checks that
 //!
-//! - it returns (a generous timeout: a hang is a bug too),
+//! - it returns (a generous timeout, on a worker thread: a hang is a bug too),
 //! - its text does not carry the registry's panic text,
 //! - an error result has something to say,
 //! - nothing outside the workspace changed (a sibling folder is compared byte for byte).
 //!
-//! Two halves: property tests ([`hunt`]) with arguments drawn from a strategy that mixes
-//! well-shaped arguments carrying hostile values with random JSON, and a table of the standard's
-//! bad inputs with the words each error must say.
+//! Three parts:
+//!
+//! - `hunt_<tool>`: a property test per tool. Arguments are mostly clean objects (required
+//!   fields present, the right JSON types, hostile values: `..`, absolute paths, NUL, unicode,
+//!   the edges of the integer types, broken regexes and globs), then messy ones (fields missing
+//!   or of any type, unknown fields), then random JSON. `edit` also gets pieces of the real
+//!   files so that most of its calls get as far as splicing. Each call runs from the workspace
+//!   root or from a sub-folder, with default, tiny (0 or 1) or small limits, or already
+//!   cancelled; the fixture's files are put back after each call. A hunt also checks that most
+//!   calls got past argument parsing, so that it tests the tool and not only serde.
+//! - `hunt_concurrent_calls`: the file tools and `bash` racing on the same files.
+//! - a table of the standard's bad inputs, one row each, with the words each error must say.
 //!
 //! Nothing here reaches the network or runs an arbitrary command: `webfetch` and `browse` only
 //! get URLs the guard refuses before any connection (private and loopback addresses, odd
 //! schemes, malformed URLs) or hosts under `.invalid`, which never resolve; `bash` only gets
 //! commands from a fixed list of harmless ones. Random object keys never spell `command` or
-//! `url`, so random JSON cannot smuggle either in.
+//! `url`, and a messy `command` or `url` is never a string, so random JSON cannot smuggle
+//! either in.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +40,8 @@ use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner}
 use serde_json::{Map, Value, json};
 use vak_tools::commitments::CommitmentLedger;
 use vak_tools::{
-    CancellationToken, Config, OutputLimits, Registry, ToolContext, ToolOutput, registry,
+    BoxFuture, CancellationToken, Capability, Config, OutputLimits, Registry, Tool, ToolContext,
+    ToolOutput, ToolSpec, registry,
 };
 
 /// What the registry says when a tool panicked (crates/vak-tool-core/src/registry.rs).
@@ -67,6 +78,7 @@ const FIXTURE_PATHS: &[&str] = &[
     "long_line.txt",
     "many_lines.txt",
     "noperm.txt",
+    "sparse.bin",
     "fifo",
     "dir",
     "dir/b.rs",
@@ -358,7 +370,7 @@ struct Fixture {
     ctx: ToolContext,
     before: Snapshot,
     /// The workspace's files as first written, restored after each call.
-    originals: Vec<(PathBuf, Vec<u8>)>,
+    originals: Vec<(PathBuf, Entry)>,
 }
 
 /// Everything under a folder, symbolic links not followed.
@@ -368,6 +380,8 @@ type Snapshot = BTreeMap<PathBuf, Entry>;
 enum Entry {
     Dir,
     File(Vec<u8>),
+    /// A file over 1 MiB, known by its size only.
+    Large(u64),
     Link(PathBuf),
     Other,
 }
@@ -387,6 +401,8 @@ fn snapshot(dir: &Path) -> Snapshot {
             } else if meta.is_dir() {
                 walk(&path, into);
                 Entry::Dir
+            } else if meta.is_file() && meta.len() > 1024 * 1024 {
+                Entry::Large(meta.len())
             } else if meta.is_file() {
                 Entry::File(std::fs::read(&path).unwrap_or_default())
             } else {
@@ -439,6 +455,11 @@ impl Fixture {
         let many: String = (1..=3000).map(|n| format!("line {n} hello\n")).collect();
         write("many_lines.txt", many.as_bytes());
         write("noperm.txt", b"secret\n");
+        // 1 GiB of holes: anything that reads it whole is too slow for the timeout.
+        std::fs::File::create(ws.join("sparse.bin"))
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
         std::fs::set_permissions(ws.join("noperm.txt"), PermissionsExt::from_mode(0o000)).unwrap();
         write("dir/b.rs", b"fn main() {\n    println!(\"hello\");\n}\n");
         write("dir/sub/c.md", b"# Title\n\nhello\n");
@@ -472,7 +493,9 @@ impl Fixture {
         let originals = snapshot(&ws)
             .into_iter()
             .filter_map(|(path, entry)| match entry {
-                Entry::File(bytes) if !path.starts_with(ws.join(".vak")) => Some((path, bytes)),
+                Entry::File(_) | Entry::Large(_) if !path.starts_with(ws.join(".vak")) => {
+                    Some((path, entry))
+                }
                 _ => None,
             })
             .collect();
@@ -486,17 +509,28 @@ impl Fixture {
         }
     }
 
-    /// The outside folder, byte for byte as it was.
     /// Puts back the content of every file the fixture wrote, so that each call of a hunt meets
-    /// the same files (files that calls created stay).
+    /// the same files (files that calls created stay). A large file was all holes: it is made
+    /// again when its size changed.
     fn restore(&self) {
-        for (path, bytes) in &self.originals {
-            if std::fs::read(path).ok().as_ref() != Some(bytes) {
-                let _ = std::fs::write(path, bytes);
+        for (path, entry) in &self.originals {
+            match entry {
+                Entry::File(bytes) => {
+                    if std::fs::read(path).ok().as_ref() != Some(bytes) {
+                        let _ = std::fs::write(path, bytes);
+                    }
+                }
+                Entry::Large(len) => {
+                    if std::fs::metadata(path).map(|meta| meta.len()).ok() != Some(*len) {
+                        let _ = std::fs::File::create(path).and_then(|file| file.set_len(*len));
+                    }
+                }
+                Entry::Dir | Entry::Link(_) | Entry::Other => {}
             }
         }
     }
 
+    /// The outside folder, byte for byte as it was.
     fn outside_unchanged(&self) -> Result<(), String> {
         let now = snapshot(&self.outside);
         if now == self.before {
@@ -1031,22 +1065,30 @@ fn call(
     args: &Value,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, String> {
+    call_within(CALL_TIMEOUT, rt, tools, tool, args, ctx)
+}
+
+fn call_within(
+    timeout: Duration,
+    rt: &tokio::runtime::Runtime,
+    tools: &Registry,
+    tool: &str,
+    args: &Value,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, String> {
     let tools = tools.clone();
     let ctx = ctx.clone();
     let name = tool.to_owned();
     let owned = args.clone();
     let task = rt.spawn(async move { tools.call(&name, owned, &ctx).await });
     let abort = task.abort_handle();
-    let outcome = rt.block_on(async { tokio::time::timeout(CALL_TIMEOUT, task).await });
+    let outcome = rt.block_on(async { tokio::time::timeout(timeout, task).await });
     match outcome {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(join)) => Err(format!("the call task failed outside the registry: {join}")),
         Err(_) => {
             abort.abort();
-            Err(format!(
-                "no result within {} s (a hang)",
-                CALL_TIMEOUT.as_secs()
-            ))
+            Err(format!("no result within {timeout:?} (a hang)"))
         }
     }
 }
@@ -1238,10 +1280,7 @@ fn call_many(
                 Ok(Err(join)) => Err(format!("the call task failed outside the registry: {join}")),
                 Err(_) => {
                     abort.abort();
-                    Err(format!(
-                        "no result within {} s (a hang)",
-                        CALL_TIMEOUT.as_secs()
-                    ))
+                    Err(format!("no result within {CALL_TIMEOUT:?} (a hang)"))
                 }
             });
         }
@@ -1276,43 +1315,43 @@ fn every_registered_tool_has_a_hunt() {
 
 #[test]
 fn hunt_read() {
-    hunt("read", &Config::default(), 128);
+    hunt("read", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_write() {
-    hunt("write", &Config::default(), 128);
+    hunt("write", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_edit() {
-    hunt("edit", &Config::default(), 128);
+    hunt("edit", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_glob() {
-    hunt("glob", &Config::default(), 128);
+    hunt("glob", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_grep() {
-    hunt("grep", &Config::default(), 128);
+    hunt("grep", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_bash() {
-    hunt("bash", &Config::default(), 96);
+    hunt("bash", &Config::default(), 1536);
 }
 
 #[test]
 fn hunt_webfetch() {
-    hunt("webfetch", &Config::default(), 128);
+    hunt("webfetch", &Config::default(), 2048);
 }
 
 #[test]
 fn hunt_browse() {
     // Every URL is refused before a browser starts; few cases all the same.
-    hunt("browse", &Config::default(), 16);
+    hunt("browse", &Config::default(), 256);
 }
 
 /// The file tools and `bash` racing on the same files: two to seven calls at a time.
@@ -1332,7 +1371,7 @@ fn hunt_concurrent_calls() {
     let batch = prop::collection::vec(proptest::strategy::Union::new(per_tool), 2..8);
     let rt = runtime();
     let mut runner = TestRunner::new(ProptestConfig {
-        cases: 32,
+        cases: 512,
         failure_persistence: None,
         max_shrink_iters: 16,
         max_shrink_time: 45_000,
@@ -1362,7 +1401,7 @@ fn hunt_concurrent_calls() {
 
 #[test]
 fn hunt_commitments() {
-    hunt("commitments", &commitments_config(), 96);
+    hunt("commitments", &commitments_config(), 1536);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1632,6 +1671,12 @@ fn bad_inputs(fixture: &Fixture) -> Vec<(&'static str, Value, Vec<&'static str>)
         ),
         // Files that are not text, and things that are not files.
         ("read", json!({"path": "bin.dat"}), vec!["binary file"]),
+        ("read", json!({"path": "sparse.bin"}), vec!["binary file"]),
+        (
+            "edit",
+            json!({"path": "sparse.bin", "edits": one_edit.clone()}),
+            vec!["more than edit handles"],
+        ),
         ("read", json!({"path": "dir"}), vec!["is a directory"]),
         ("read", json!({"path": "fifo"}), vec!["not a regular file"]),
         (
@@ -1872,6 +1917,65 @@ fn the_standards_bad_inputs_get_clear_errors_and_lose_nothing() {
         rows.len(),
         failures.join("\n")
     );
+}
+
+/// A tool that breaks each rule on request, to show that the checks catch it.
+struct Saboteur(ToolSpec);
+
+impl Tool for Saboteur {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            match args["do"].as_str() {
+                Some("panic") => panic!("saboteur"),
+                Some("hang") => std::future::pending().await,
+                Some("silent") => ToolOutput::error(" \n"),
+                Some("escape") => {
+                    let path = args["path"].as_str().unwrap_or_default();
+                    let _ = std::fs::write(path, "changed");
+                    ToolOutput::text("wrote")
+                }
+                _ => ToolOutput::text("fine"),
+            }
+        })
+    }
+}
+
+#[test]
+fn the_checks_catch_a_panic_a_hang_a_silent_error_and_an_escape() {
+    let fixture = Fixture::new(&Config::default());
+    let mut tools = Registry::new();
+    tools.register(Saboteur(
+        ToolSpec::new::<Value>("saboteur", "Breaks rules.").with_capabilities([Capability::ReadFs]),
+    ));
+    let rt = runtime();
+    let run = |args: Value| {
+        let output = call_within(
+            Duration::from_secs(1),
+            &rt,
+            &tools,
+            "saboteur",
+            &args,
+            &fixture.ctx,
+        );
+        judge(&fixture, output)
+    };
+    assert!(run(json!({})).is_ok());
+    for (args, why) in [
+        (json!({"do": "panic"}), "panicked"),
+        (json!({"do": "hang"}), "a hang"),
+        (json!({"do": "silent"}), "no text"),
+    ] {
+        let error = run(args.clone()).unwrap_err();
+        assert!(error.contains(why), "{args}: {error}");
+    }
+    let sentinel = fixture.outside.join("sentinel.txt");
+    let error = run(json!({"do": "escape", "path": sentinel})).unwrap_err();
+    assert!(error.contains("outside the workspace changed"), "{error}");
+    rt.shutdown_timeout(Duration::from_secs(5));
 }
 
 /// The fixture really is hostile: these are the conditions the hunts rely on.
