@@ -337,3 +337,76 @@ fn eof_on_stdin_stops_the_server_and_its_processes() {
         "sleep {pid} survived the server"
     );
 }
+
+/// A client that answers the server's "allow …?" question with a fixed answer and remembers
+/// what it was asked.
+struct Person {
+    allow: bool,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Person {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("person", "0"),
+        )
+        // Server-to-client requests (elicitation) exist up to this protocol version.
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"allow": self.allow})))
+    }
+}
+
+#[tokio::test]
+async fn an_ask_tool_runs_only_after_the_person_approves() {
+    for allow in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut command = tokio::process::Command::new(BIN);
+        command.arg("mcp").arg("--workspace").arg(dir.path());
+        let person = Person {
+            allow,
+            asked: asked.clone(),
+        };
+        let client = person
+            .serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .unwrap();
+        // A loopback URL: once approved, webfetch itself refuses it without any traffic.
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("webfetch")
+                    .with_arguments(args(json!({"url": "http://127.0.0.1:9/"}))),
+            )
+            .await
+            .unwrap();
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{text}");
+        let questions = asked.lock().unwrap().clone();
+        assert_eq!(questions.len(), 1, "{questions:?}");
+        assert!(
+            questions[0].contains("webfetch of http://127.0.0.1:9/"),
+            "{questions:?}"
+        );
+        if allow {
+            assert!(!text.contains("not run"), "approved but not run: {text}");
+            assert!(text.contains("127.0.0.1"), "{text}");
+        } else {
+            assert!(text.contains("declined"), "{text}");
+        }
+        client.cancel().await.unwrap();
+    }
+}

@@ -1172,14 +1172,15 @@ impl std::fmt::Debug for Shown {
 }
 
 fn shorten(args: &Value) -> String {
-    const SHOWN: usize = 300;
+    const END: usize = 200;
     let text = args.to_string();
-    let chars = text.chars().count();
-    if chars <= SHOWN {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= 3 * END {
         return text;
     }
-    let head: String = text.chars().take(SHOWN).collect();
-    format!("{head}… ({chars} characters in all)")
+    let head: String = chars[..END].iter().collect();
+    let tail: String = chars[chars.len() - END..].iter().collect();
+    format!("{head} …({} characters)… {tail}", chars.len() - 2 * END)
 }
 
 /// How the calls of one hunt ended.
