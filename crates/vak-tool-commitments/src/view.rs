@@ -67,6 +67,13 @@ impl CommitmentView {
                     reason: "it is a folder".into(),
                 });
             }
+            // A FIFO, socket or device would block SQLite's open (a pipe waits for a writer).
+            Ok(metadata) if !metadata.is_file() => {
+                return Err(StoreError::Foreign {
+                    path,
+                    reason: "it is not a regular file (a pipe, socket or device)".into(),
+                });
+            }
             _ => {}
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

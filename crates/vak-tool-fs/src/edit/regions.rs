@@ -163,7 +163,15 @@ pub(crate) fn unified_diff(original: &str, now: &str, regions: &[Region], name: 
         let now_end = (last.now.1 + (orig_end - last.orig.1)).min(n.len());
         let orig_offset = orig_lines.line_at(orig_start) - 1;
         let now_offset = now_lines.line_at(now_start) - 1;
-        let patch = diffy::create_patch(&original[orig_start..orig_end], &now[now_start..now_end]);
+        let (old_text, new_text) = (&original[orig_start..orig_end], &now[now_start..now_end]);
+        if old_text.lines().count() + new_text.lines().count() > MINIMAL_DIFF_LINES {
+            // Myers' diff is quadratic in the edit distance: a `replace_all` that turns one long
+            // line into 100,000 would take minutes. Past this size the group is shown as one
+            // hunk that replaces its old lines with its new ones (exact, linear, less minimal).
+            replace_hunk(&mut out, old_text, new_text, orig_offset, now_offset);
+            continue;
+        }
+        let patch = diffy::create_patch(old_text, new_text);
         for hunk in patch.hunks() {
             let _ = writeln!(
                 out,
@@ -189,6 +197,33 @@ pub(crate) fn unified_diff(original: &str, now: &str, regions: &[Region], name: 
         return out;
     }
     format!("--- a/{name}\n+++ b/{name}\n{out}")
+}
+
+/// Above this many lines (old plus new) a group's diff is one replacing hunk, not a minimal one.
+const MINIMAL_DIFF_LINES: usize = 4000;
+
+/// One hunk that deletes every line of `old` and inserts every line of `new`.
+fn replace_hunk(out: &mut String, old: &str, new: &str, old_offset: usize, new_offset: usize) {
+    let header = |offset: usize, count: usize| match count {
+        0 => format!("{offset},0"),
+        1 => format!("{}", offset + 1),
+        _ => format!("{},{count}", offset + 1),
+    };
+    let _ = writeln!(
+        out,
+        "@@ -{} +{} @@",
+        header(old_offset, old.split_inclusive('\n').count()),
+        header(new_offset, new.split_inclusive('\n').count())
+    );
+    for (sign, text) in [('-', old), ('+', new)] {
+        for line in text.split_inclusive('\n') {
+            out.push(sign);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
 }
 
 fn range(range: diffy::HunkRange, offset: usize) -> String {
@@ -280,5 +315,26 @@ mod tests {
             diff.contains("-b\n\\ No newline at end of file\n+c\n\\ No newline"),
             "{diff}"
         );
+    }
+
+    #[test]
+    fn a_replacing_hunk_is_a_patch_that_applies() {
+        let cases = [
+            ("one long line\n", "a\nb\nc\n"),
+            ("x\ny", "x\nz\nw"),
+            ("", "new\n"),
+            ("gone\n", ""),
+        ];
+        for (old, new) in cases {
+            let mut hunk = String::new();
+            replace_hunk(&mut hunk, old, new, 0, 0);
+            let text = format!("--- a/f\n+++ b/f\n{hunk}");
+            let patch = diffy::Patch::from_str(&text).unwrap();
+            assert_eq!(
+                diffy::apply(old, &patch).unwrap(),
+                new,
+                "{old:?} -> {new:?}\n{hunk}"
+            );
+        }
     }
 }
