@@ -286,13 +286,13 @@ mod tests {
     #[test]
     fn unsafe_detection() {
         let cases = [
-            ("let x = unsafe { f() };", 1),
+            (concat!("let x = unsafe", " { f() };"), 1),
             ("unsafe fn f() {}", 1),
             ("unsafe impl Send for X {}", 1),
-            ("// unsafe { f() }", 0),
+            (concat!("// unsafe", " { f() }"), 0),
             ("#![forbid(unsafe_code)]", 0),
             ("let not_unsafe = 1; my_unsafe { }", 0),
-            ("a\nunsafe {\nb\nunsafe{}", 2),
+            (concat!("a\nunsafe", " {\nb\nunsafe", "{}"), 2),
             ("name: \"files mode `unsafe impl`\",", 0),
         ];
         for (text, expected) in cases {

@@ -18,7 +18,6 @@ mod page;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -348,19 +347,9 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
         return Err(ReadError::Directory { path: shown() });
     }
     if !meta.is_file() {
-        let file_type = meta.file_type();
-        let kind = if file_type.is_fifo() {
-            "FIFO (named pipe)"
-        } else if file_type.is_socket() {
-            "socket"
-        } else if file_type.is_block_device() || file_type.is_char_device() {
-            "device"
-        } else {
-            "special file"
-        };
         return Err(ReadError::NotAFile {
             path: shown(),
-            kind,
+            kind: sniff::special_kind(meta.file_type()),
         });
     }
     let mut file = fs::File::open(&request.path).map_err(io_error)?;

@@ -100,6 +100,20 @@ pub(crate) fn image_kind(start: &[u8]) -> Option<ImageKind> {
     }
 }
 
+/// What a path that is not a regular file is, for error messages (`socket`, `device`, …).
+pub(crate) fn special_kind(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "FIFO (named pipe)"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -223,19 +223,9 @@ impl Job {
                 });
             }
             Ok(meta) if !meta.is_file() => {
-                let kind = meta.file_type();
-                let kind = if kind.is_fifo() {
-                    "named pipe (FIFO)"
-                } else if kind.is_socket() {
-                    "socket"
-                } else if kind.is_block_device() || kind.is_char_device() {
-                    "device"
-                } else {
-                    "special file"
-                };
                 return Err(WriteError::NotRegular {
                     path: self.shown.clone(),
-                    kind,
+                    kind: crate::sniff::special_kind(meta.file_type()),
                 });
             }
             Ok(meta) => Some(meta),
