@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use crate::view::snapshot;
+use crate::view::{history_in, overview_in};
 use crate::{
     Clock, Closure, Commitment, CommitmentHistory, CommitmentId, CommitmentRead, EventKind,
     Overview, State, StatusFilter, StoreError, Timestamp, read, schema,
@@ -341,14 +341,10 @@ impl CommitmentRead for CommitmentLedger {
         filter: StatusFilter,
         closed_limit: Option<usize>,
     ) -> Result<Overview, StoreError> {
-        let conn = self.connection();
-        snapshot(&conn, &self.path, |tx| {
-            read::overview(tx, &self.path, filter, closed_limit)
-        })
+        overview_in(&self.connection(), &self.path, filter, closed_limit)
     }
 
     fn commitment(&self, id: CommitmentId) -> Result<Option<CommitmentHistory>, StoreError> {
-        let conn = self.connection();
-        snapshot(&conn, &self.path, |tx| read::history(tx, &self.path, id))
+        history_in(&self.connection(), &self.path, id)
     }
 }

@@ -98,8 +98,31 @@ impl CommitmentView {
     }
 }
 
+/// The overview, read in one transaction of `conn`: the body of both handles'
+/// [`CommitmentRead::overview`].
+pub(crate) fn overview_in(
+    conn: &Connection,
+    path: &Path,
+    filter: StatusFilter,
+    closed_limit: Option<usize>,
+) -> Result<Overview, StoreError> {
+    snapshot(conn, path, |tx| {
+        read::overview(tx, path, filter, closed_limit)
+    })
+}
+
+/// One commitment whole, read in one transaction of `conn`: the body of both handles'
+/// [`CommitmentRead::commitment`].
+pub(crate) fn history_in(
+    conn: &Connection,
+    path: &Path,
+    id: CommitmentId,
+) -> Result<Option<CommitmentHistory>, StoreError> {
+    snapshot(conn, path, |tx| read::history(tx, path, id))
+}
+
 /// Runs `read` in one read transaction of `conn`.
-pub(crate) fn snapshot<T>(
+fn snapshot<T>(
     conn: &Connection,
     path: &Path,
     read: impl FnOnce(&Connection) -> Result<T, StoreError>,
@@ -119,15 +142,11 @@ impl CommitmentRead for CommitmentView {
         filter: StatusFilter,
         closed_limit: Option<usize>,
     ) -> Result<Overview, StoreError> {
-        let conn = self.connection();
-        snapshot(&conn, &self.path, |tx| {
-            read::overview(tx, &self.path, filter, closed_limit)
-        })
+        overview_in(&self.connection(), &self.path, filter, closed_limit)
     }
 
     fn commitment(&self, id: CommitmentId) -> Result<Option<CommitmentHistory>, StoreError> {
-        let conn = self.connection();
-        snapshot(&conn, &self.path, |tx| read::history(tx, &self.path, id))
+        history_in(&self.connection(), &self.path, id)
     }
 }
 

@@ -44,7 +44,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
     BoxFuture, CancellationToken, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec,
-    parse_args,
+    parse_and_run,
 };
 
 use self::engine::{EditFailure, EditSpec, Session};
@@ -126,10 +126,12 @@ pub(crate) enum EditError {
         path: String,
     },
     /// The path is neither a file nor a folder.
-    #[error("{path} is not a regular file (a device, socket or pipe); edit only changes files.")]
+    #[error("{path} is not a regular file (a {kind}); edit only changes files.")]
     NotAFile {
         /// The path as shown.
         path: String,
+        /// What it is.
+        kind: &'static str,
     },
     /// Larger than the edit limit.
     #[error(
@@ -250,15 +252,10 @@ impl Tool for EditTool {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let args = match parse_args::<EditArgs>(args) {
-                Ok(args) => args,
-                Err(error) => return error,
-            };
-            let path = match ctx.resolve_path(&args.path) {
-                Ok(path) => path,
-                Err(error) => return ToolOutput::error(EditError::from(error).to_string()),
-            };
+        parse_and_run(args, move |args: EditArgs| async move {
+            let path = ctx
+                .resolve_path(&args.path)
+                .map_err(|error| EditError::from(error).to_string())?;
             let request = Request {
                 given: ctx.cwd().join(&args.path),
                 shown: ctx.display_path(&path),
@@ -279,11 +276,11 @@ impl Tool for EditTool {
             // writes.
             let token = ctx.cancel().child_token();
             let _guard = token.clone().drop_guard();
-            let work = tokio::task::spawn_blocking(move || run(&request, &token));
-            match work.await {
-                Ok(Ok(text)) => ToolOutput::text(text),
-                Ok(Err(error)) => ToolOutput::error(error.to_string()),
-                Err(error) => ToolOutput::error(format!(
+            match tokio::task::spawn_blocking(move || run(&request, &token)).await {
+                Ok(result) => result
+                    .map(ToolOutput::text)
+                    .map_err(|error| error.to_string()),
+                Err(error) => Err(format!(
                     "the edit stopped with an internal error ({error}); the file was not written. \
                      This is a bug in vak-tools, not in your call."
                 )),
@@ -425,7 +422,10 @@ fn load(request: &Request) -> Result<(Vec<u8>, Stamp), EditError> {
         return Err(EditError::Directory { path: shown() });
     }
     if !meta.is_file() {
-        return Err(EditError::NotAFile { path: shown() });
+        return Err(EditError::NotAFile {
+            path: shown(),
+            kind: crate::sniff::special_kind(meta.file_type()),
+        });
     }
     if meta.len() > request.limit {
         return Err(EditError::TooLarge {

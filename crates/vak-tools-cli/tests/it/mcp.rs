@@ -290,6 +290,8 @@ fn eof_on_stdin_stops_the_server_and_its_processes() {
     let mut child = Command::new(BIN)
         .args(["mcp", "--workspace"])
         .arg(dir.path())
+        // The most verbose logging: none of it may reach stdout, which is the protocol's.
+        .env("RUST_LOG", "trace")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -336,6 +338,13 @@ fn eof_on_stdin_stops_the_server_and_its_processes() {
         wait_gone(pid, Duration::from_secs(10)),
         "sleep {pid} survived the server"
     );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    for line in line.lines().chain(rest.lines()) {
+        let message: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON-RPC on stdout: {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
 }
 
 /// A client that answers the server's "allow …?" question with a fixed answer and remembers
