@@ -3,69 +3,11 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::Session;
 use crate::path::{self, PathError};
-
-/// The capture limits of each tool: how much a tool itself gathers before it stops.
-///
-/// These bound memory and work inside a tool. How much of a result a model is *shown* is a
-/// separate decision, made by the `vak-window` crate. Fields are public so that an embedder can
-/// change one and keep the rest (`let mut limits = OutputLimits::default(); limits.x = …`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OutputLimits {
-    /// `read`: the most text one page returns, in bytes (256 KiB).
-    pub read_bytes: usize,
-    /// `read`: the largest image returned as an image block, in bytes (5 MiB).
-    pub image_bytes: u64,
-    /// `write`: the largest content accepted, in bytes (16 MiB).
-    pub write_bytes: usize,
-    /// `edit`: the largest file edited, in bytes (512 MiB).
-    pub edit_file_bytes: u64,
-    /// `glob`: the most paths listed (1000).
-    pub glob_results: usize,
-    /// `grep`: the longest matching line shown whole, in characters (500).
-    pub grep_line_chars: usize,
-    /// `bash`: bytes kept of each of stdout and stderr, as head + tail (1 MiB).
-    pub bash_stream_bytes: usize,
-    /// `bash`: time between SIGTERM and SIGKILL (2 s).
-    pub bash_kill_grace: Duration,
-    /// `bash`: after the shell exits, how long the pipes may stay quiet before they are closed,
-    /// re-armed by new data (300 ms: long enough for a background job's last words, short
-    /// enough that `cmd &` does not hold the call).
-    pub bash_drain_idle: Duration,
-    /// `bash`: the hard cap on draining the pipes after the shell exits (2 s).
-    pub bash_drain_cap: Duration,
-    /// `webfetch` and `browse`: decoded body bytes kept (512 KiB).
-    pub fetch_body_bytes: usize,
-    /// `webfetch`: the deadline for a whole redirect chain (15 s).
-    pub fetch_deadline: Duration,
-    /// `browse`: the deadline for one rendering (20 s).
-    pub browse_deadline: Duration,
-}
-
-impl Default for OutputLimits {
-    fn default() -> Self {
-        Self {
-            read_bytes: 256 * 1024,
-            image_bytes: 5 * 1024 * 1024,
-            write_bytes: 16 * 1024 * 1024,
-            edit_file_bytes: 512 * 1024 * 1024,
-            glob_results: 1000,
-            grep_line_chars: 500,
-            bash_stream_bytes: 1024 * 1024,
-            bash_kill_grace: Duration::from_secs(2),
-            bash_drain_idle: Duration::from_millis(300),
-            bash_drain_cap: Duration::from_secs(2),
-            fetch_body_bytes: 512 * 1024,
-            fetch_deadline: Duration::from_secs(15),
-            browse_deadline: Duration::from_secs(20),
-        }
-    }
-}
 
 /// Which paths the file tools may touch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -75,24 +17,6 @@ pub enum PathPolicy {
     Workspace,
     /// Any path the process can reach.
     Unrestricted,
-}
-
-/// The network policy shared by `webfetch` and `browse`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct NetPolicy {
-    /// CIDRs (`10.1.0.0/16`, `127.0.0.2/32`) or host names exempted from the private-address
-    /// block, for a user's own intranet. Empty by default. `vak-tool-net` parses and judges them.
-    pub allow: Vec<String>,
-}
-
-impl NetPolicy {
-    /// A policy that exempts these CIDRs or host names.
-    pub fn with_allow(allow: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        Self {
-            allow: allow.into_iter().map(Into::into).collect(),
-        }
-    }
 }
 
 /// Why a [`ToolContext`] could not be built.
@@ -122,29 +46,29 @@ pub enum ContextError {
     AgentId(String),
 }
 
-/// Where and how one tool call runs.
+/// Where and how one tool call runs: the workspace and the folder inside it, the agent, the
+/// call's cancellation, the path policy, the environment child processes inherit, and the
+/// [`Session`] whose state lasts across calls.
 ///
 /// Built once per agent or session with [`ToolContext::new`] and the `with_*` setters; the
 /// registry hands each call a [`ToolContext::child`] whose cancellation token is a child of the
-/// caller's, so cancelling one call never cancels its caller.
+/// caller's, so cancelling one call never cancels its caller. It knows no tool: a tool's own
+/// limits and settings are given to the tool when it is built.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     workspace: PathBuf,
     cwd: PathBuf,
     agent_id: String,
     cancel: CancellationToken,
-    limits: OutputLimits,
     path_policy: PathPolicy,
-    net_policy: NetPolicy,
     env: Arc<Vec<(OsString, OsString)>>,
-    shell: PathBuf,
+    session: Session,
 }
 
 impl ToolContext {
     /// A context rooted at an existing workspace folder, with defaults for the rest: the cwd is
-    /// the workspace, the agent id is `main`, a fresh cancellation token, default limits, the
-    /// `Workspace` path policy, an empty network allow list, the process environment and
-    /// `/bin/bash`.
+    /// the workspace, the agent id is `main`, a fresh cancellation token, the `Workspace` path
+    /// policy, the process environment and a new [`Session`].
     pub fn new(workspace: impl AsRef<Path>) -> Result<Self, ContextError> {
         let given = workspace.as_ref();
         let workspace = std::fs::canonicalize(given).map_err(|error| ContextError::Workspace {
@@ -162,11 +86,9 @@ impl ToolContext {
             workspace,
             agent_id: "main".into(),
             cancel: CancellationToken::new(),
-            limits: OutputLimits::default(),
             path_policy: PathPolicy::default(),
-            net_policy: NetPolicy::default(),
             env: Arc::new(std::env::vars_os().collect()),
-            shell: PathBuf::from("/bin/bash"),
+            session: Session::new(),
         })
     }
 
@@ -213,24 +135,10 @@ impl ToolContext {
         self
     }
 
-    /// Sets the capture limits.
-    #[must_use]
-    pub fn with_limits(mut self, limits: OutputLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
     /// Sets the path policy.
     #[must_use]
     pub fn with_path_policy(mut self, policy: PathPolicy) -> Self {
         self.path_policy = policy;
-        self
-    }
-
-    /// Sets the network policy.
-    #[must_use]
-    pub fn with_net_policy(mut self, policy: NetPolicy) -> Self {
-        self.net_policy = policy;
         self
     }
 
@@ -242,14 +150,15 @@ impl ToolContext {
         self
     }
 
-    /// Sets the shell that `bash` runs.
+    /// Shares `session`: calls made with this context see (and leave) that session's state.
     #[must_use]
-    pub fn with_shell(mut self, shell: impl Into<PathBuf>) -> Self {
-        self.shell = shell.into();
+    pub fn with_session(mut self, session: Session) -> Self {
+        self.session = session;
         self
     }
 
-    /// The same context with a fresh child cancellation token: what one call receives.
+    /// The same context (same session) with a fresh child cancellation token: what one call
+    /// receives.
     #[must_use]
     pub fn child(&self) -> Self {
         let mut child = self.clone();
@@ -277,19 +186,9 @@ impl ToolContext {
         &self.cancel
     }
 
-    /// The capture limits.
-    pub fn limits(&self) -> &OutputLimits {
-        &self.limits
-    }
-
     /// The path policy.
     pub fn path_policy(&self) -> PathPolicy {
         self.path_policy
-    }
-
-    /// The network policy.
-    pub fn net_policy(&self) -> &NetPolicy {
-        &self.net_policy
     }
 
     /// The environment that child processes inherit.
@@ -307,9 +206,9 @@ impl ToolContext {
             .map(|(_, value)| value.as_os_str())
     }
 
-    /// The shell that `bash` runs (`/bin/bash` unless set).
-    pub fn shell(&self) -> &Path {
-        &self.shell
+    /// The session whose state lasts across this agent's calls.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// The agent's scratch folder, `<workspace>/.vak/scratch/<agent_id>/`, created on demand.
@@ -395,6 +294,18 @@ mod tests {
         assert!(ctx.clone().with_cwd("missing").is_err());
         assert!(ctx.clone().with_cwd("..").is_err());
         assert!(ToolContext::new(dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn children_share_the_session_and_new_contexts_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        assert!(ctx.child().session().same_as(ctx.session()));
+        assert!(ctx.clone().session().same_as(ctx.session()));
+        let other = ToolContext::new(dir.path()).unwrap();
+        assert!(!other.session().same_as(ctx.session()));
+        let joined = other.with_session(ctx.session().clone());
+        assert!(joined.session().same_as(ctx.session()));
     }
 
     #[test]

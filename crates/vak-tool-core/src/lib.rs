@@ -1,10 +1,18 @@
 //! The contract every vak tool implements, and nothing more.
 //!
-//! A tool is a value that implements [`Tool`]: it describes itself with a [`ToolSpec`] (name,
-//! a paragraph for the model, a JSON Schema generated from the very struct that parses its
-//! arguments, its [`Capability`]s) and answers a call with a [`ToolOutput`]. A tool never panics
-//! and never returns `Err`: every failure is a `ToolOutput` with `is_error: true` whose text tells
-//! the model what went wrong and what to try instead.
+//! A tool is a value that implements [`Tool`]: its arguments are one type ([`Tool::Args`]) from
+//! which the input schema is generated and into which the model's JSON is parsed; it says its
+//! name, a paragraph for the model and its [`Capability`]s, and answers a call with a
+//! [`ToolOutput`] or a [`ToolError`]. A blanket implementation turns every `Tool` into the
+//! object-safe [`DynTool`] that a [`Registry`] holds. A tool never panics and never fails out of
+//! band: every failure is a `ToolOutput` with `is_error: true` whose text tells the model what
+//! went wrong and what to try instead.
+//!
+//! Core knows no tool. A tool's own limits and settings are given to it when it is built (each
+//! tool crate has a settings struct for its section of the configuration); the [`ToolContext`]
+//! carries only what every tool may need: the workspace and working folder, the agent, the
+//! call's cancellation, the path policy, the environment of child processes, and the
+//! [`Session`] that holds state between calls.
 //!
 //! A third-party tool depends on this crate alone. It has no I/O dependency beyond the
 //! filesystem look-ups that [`ToolContext::resolve_path`] needs to confine paths to the
@@ -13,45 +21,42 @@
 //! ```
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
-//! use vak_tool_core::{
-//!     BoxFuture, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec, parse_args,
-//! };
+//! use vak_tool_core::{Capability, Registry, Tool, ToolContext, ToolError, ToolOutput};
 //!
-//! /// Arguments of `shout`.
+//! /// Arguments of `count_lines`.
 //! #[derive(Deserialize, JsonSchema)]
 //! #[serde(deny_unknown_fields)]
-//! struct ShoutArgs {
-//!     /// The words to shout.
-//!     words: String,
+//! struct CountArgs {
+//!     /// The file, relative to the working folder.
+//!     path: String,
 //! }
 //!
-//! struct Shout(ToolSpec);
+//! struct CountLines;
 //!
-//! impl Tool for Shout {
-//!     fn spec(&self) -> &ToolSpec {
-//!         &self.0
-//!     }
-//!     fn call<'a>(&'a self, args: serde_json::Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-//!         Box::pin(async move {
-//!             match parse_args::<ShoutArgs>(args) {
-//!                 Ok(args) => ToolOutput::text(args.words.to_uppercase()),
-//!                 Err(error) => error,
-//!             }
-//!         })
+//! impl Tool for CountLines {
+//!     type Args = CountArgs;
+//!     fn name(&self) -> &str { "count_lines" }
+//!     fn description(&self) -> String { "Counts the lines of a file in the workspace.".into() }
+//!     fn capabilities(&self) -> Vec<Capability> { vec![Capability::ReadFs] }
+//!     async fn run(&self, args: CountArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+//!         let path = ctx.resolve_path(&args.path)?; // outside the workspace: an error result
+//!         let text = std::fs::read_to_string(&path)
+//!             .map_err(|e| ToolError::new(format!("cannot read {}: {e}", args.path)))?;
+//!         Ok(ToolOutput::text(format!("{} lines", text.lines().count())))
 //!     }
 //! }
 //!
 //! # fn main() {
-//! let spec = ToolSpec::new::<ShoutArgs>("shout", "Repeats the words in capitals.")
-//!     .with_capabilities([Capability::ReadFs]);
 //! let mut registry = Registry::new();
-//! registry.register(Shout(spec));
+//! registry.register(CountLines);
 //! let workspace = tempfile::tempdir().unwrap();
+//! std::fs::write(workspace.path().join("a.txt"), "one\ntwo\n").unwrap();
 //! let ctx = ToolContext::new(workspace.path()).unwrap();
 //! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-//! let out = rt.block_on(registry.call("shout", serde_json::json!({"words": "hi"}), &ctx));
-//! assert!(!out.is_error);
-//! assert_eq!(out.text_content(), "HI");
+//! let out = rt.block_on(registry.call("count_lines", serde_json::json!({"path": "a.txt"}), &ctx));
+//! assert_eq!(out.text_content(), "2 lines");
+//! let out = rt.block_on(registry.call("count_lines", serde_json::json!({"path": "/etc/passwd"}), &ctx));
+//! assert!(out.is_error);
 //! # }
 //! ```
 #![forbid(unsafe_code)]
@@ -59,19 +64,22 @@
 
 mod args;
 mod context;
+pub mod human;
 mod output;
 mod path;
 mod registry;
+mod session;
 mod spec;
 mod tool;
 
 pub use args::parse_args;
-pub use context::{ContextError, NetPolicy, OutputLimits, PathPolicy, ToolContext};
+pub use context::{ContextError, PathPolicy, ToolContext};
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use registry::Registry;
+pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
-pub use tool::{BoxFuture, Tool, parse_and_run};
+pub use tool::{BoxFuture, DynTool, Tool, ToolError};
 
 /// Re-exported so tools and embedders name the same token type.
 pub use tokio_util::sync::CancellationToken;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `{"type":"image","mimeType":…,"data":…}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Content {
     /// Text for the model to read.
     Text {
@@ -24,11 +25,37 @@ pub enum Content {
     },
 }
 
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// An image block from its media type and base64 data.
+    pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Self::Image {
+            media_type: media_type.into(),
+            data: data.into(),
+        }
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text { text } => Some(text),
+            Self::Image { .. } => None,
+        }
+    }
+}
+
 /// What a tool call returns: content blocks and whether the call failed.
 ///
 /// A failed call is still a `ToolOutput`: its text says what went wrong and what to try instead.
+/// Built with [`ToolOutput::text`], [`ToolOutput::error`] or [`ToolOutput::from_content`], so
+/// that fields MCP adds later (structured content, say) are not a breaking change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// The blocks of the result, in order.
     pub content: Vec<Content>,
@@ -61,10 +88,7 @@ impl ToolOutput {
 
     /// All text blocks joined with newlines (images are left out).
     pub fn text_content(&self) -> String {
-        let mut texts = self.content.iter().filter_map(|block| match block {
-            Content::Text { text } => Some(text.as_str()),
-            Content::Image { .. } => None,
-        });
+        let mut texts = self.content.iter().filter_map(Content::as_text);
         let mut joined = String::from(texts.next().unwrap_or_default());
         for text in texts {
             joined.push('\n');

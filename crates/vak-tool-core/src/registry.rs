@@ -10,12 +10,22 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::{Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::{DynTool, ToolContext, ToolOutput, ToolSpec};
 
 /// Tools by name. Cloning is cheap: tools are shared behind `Arc`.
+///
+/// A registry holds no per-session state: the state a tool keeps between calls lives in the
+/// [`Session`](crate::Session) of the call's context, so one registry may serve many agents.
 #[derive(Clone, Default)]
 pub struct Registry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Entry>,
+}
+
+/// A tool and the spec it gave when it was registered.
+#[derive(Clone)]
+struct Entry {
+    spec: Arc<ToolSpec>,
+    tool: Arc<dyn DynTool>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -32,20 +42,27 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds a tool. A tool registered under a name already present replaces the earlier one.
-    pub fn register(&mut self, tool: impl Tool + 'static) -> &mut Self {
+    /// Adds a tool: any [`Tool`](crate::Tool), or a hand-written [`DynTool`]. A tool
+    /// registered under a name already present replaces the earlier one.
+    pub fn register(&mut self, tool: impl DynTool + 'static) -> &mut Self {
         self.register_arc(Arc::new(tool))
     }
 
     /// Adds a shared tool. A tool registered under a name already present replaces it.
-    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
-        self.tools.insert(tool.spec().name.clone(), tool);
+    pub fn register_arc(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
+        let spec = Arc::new(tool.spec());
+        self.tools.insert(spec.name.clone(), Entry { spec, tool });
         self
     }
 
     /// The tool of that name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name).map(|entry| &entry.tool)
+    }
+
+    /// The spec of the tool of that name.
+    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.get(name).map(|entry| entry.spec.as_ref())
     }
 
     /// The names of all tools, sorted.
@@ -55,7 +72,10 @@ impl Registry {
 
     /// The specs of all tools, sorted by name: the same order on every call.
     pub fn specs(&self) -> Vec<&ToolSpec> {
-        self.tools.values().map(|tool| tool.spec()).collect()
+        self.tools
+            .values()
+            .map(|entry| entry.spec.as_ref())
+            .collect()
     }
 
     /// How many tools there are.
@@ -73,8 +93,8 @@ impl Registry {
         let tools = self
             .tools
             .iter()
-            .filter(|(name, tool)| tool.spec().floor || names.contains(&name.as_str()))
-            .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
+            .filter(|(name, entry)| entry.spec.floor || names.contains(&name.as_str()))
+            .map(|(name, entry)| (name.clone(), entry.clone()))
             .collect();
         Registry { tools }
     }
@@ -85,7 +105,7 @@ impl Registry {
     /// tool, come back as error results; nothing here returns `Err` or unwinds. Each call is one
     /// `tracing` span named `tool_call` with the tool name, the duration and `is_error`.
     pub async fn call(&self, name: &str, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let Some(tool) = self.tools.get(name) else {
+        let Some(entry) = self.tools.get(name) else {
             return ToolOutput::error(format!(
                 "unknown tool `{name}`. The tools are: {}.",
                 self.names().join(", ")
@@ -99,7 +119,7 @@ impl Registry {
         );
         let started = Instant::now();
         let ctx = ctx.child();
-        let output = call_catching_panics(tool.as_ref(), args, &ctx)
+        let output = call_catching_panics(entry.tool.as_ref(), args, &ctx)
             .instrument(span.clone())
             .await;
         let output = output.unwrap_or_else(|payload| {
@@ -117,7 +137,7 @@ impl Registry {
 }
 
 async fn call_catching_panics(
-    tool: &dyn Tool,
+    tool: &dyn DynTool,
     args: serde_json::Value,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, Box<dyn Any + Send>> {
@@ -149,7 +169,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{BoxFuture, Capability, parse_args};
+    use crate::{BoxFuture, Capability, Tool, ToolError, parse_args};
 
     /// Arguments of the test tools.
     #[derive(Deserialize, JsonSchema)]
@@ -162,58 +182,84 @@ mod tests {
         times: Option<u32>,
     }
 
-    enum Behaviour {
-        Echo,
-        PanicNow,
-        PanicLater,
+    /// A typed tool, the way a tool author writes one.
+    struct Echo {
+        name: &'static str,
+        floor: bool,
     }
 
-    struct TestTool {
-        spec: ToolSpec,
-        behaviour: Behaviour,
+    impl Tool for Echo {
+        type Args = EchoArgs;
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> String {
+            "Echoes text.".into()
+        }
+        fn capabilities(&self) -> Vec<Capability> {
+            vec![Capability::ReadFs]
+        }
+        fn floor(&self) -> bool {
+            self.floor
+        }
+        async fn run(&self, args: EchoArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            tokio::task::yield_now().await;
+            if args.text.is_empty() {
+                return Err(ToolError::new("`text` is empty"));
+            }
+            Ok(ToolOutput::text(args.text))
+        }
     }
 
-    fn tool(name: &str, floor: bool, behaviour: Behaviour) -> TestTool {
-        let spec = ToolSpec::new::<EchoArgs>(name, "Echoes text.")
-            .with_capabilities([Capability::ReadFs])
-            .with_floor(floor);
-        TestTool { spec, behaviour }
+    /// A hand-written object-safe tool that panics, before or inside its future.
+    struct Panicky {
+        name: &'static str,
+        now: bool,
     }
 
-    impl Tool for TestTool {
-        fn spec(&self) -> &ToolSpec {
-            &self.spec
+    impl DynTool for Panicky {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new::<EchoArgs>(self.name, "Panics.")
         }
         fn call<'a>(
             &'a self,
             args: serde_json::Value,
             _ctx: &'a ToolContext,
         ) -> BoxFuture<'a, ToolOutput> {
-            if matches!(self.behaviour, Behaviour::PanicNow) {
+            if self.now {
                 panic!("boom before the future");
             }
             Box::pin(async move {
                 tokio::task::yield_now().await;
-                if matches!(self.behaviour, Behaviour::PanicLater) {
-                    panic!("boom inside the future");
-                }
-                match parse_args::<EchoArgs>(args) {
-                    Ok(args) => ToolOutput::text(args.text),
-                    Err(error) => error,
-                }
+                let _ = parse_args::<EchoArgs>(args);
+                panic!("boom inside the future");
             })
         }
     }
 
-    fn registry() -> Registry {
+    const NAMES: [&str; 5] = ["zeta", "alpha", "floor", "panic_now", "panic_later"];
+
+    fn add(registry: &mut Registry, name: &'static str) {
+        match name {
+            "panic_now" => registry.register(Panicky { name, now: true }),
+            "panic_later" => registry.register(Panicky { name, now: false }),
+            _ => registry.register(Echo {
+                name,
+                floor: name == "floor",
+            }),
+        };
+    }
+
+    fn registry_in_order(order: &[&'static str]) -> Registry {
         let mut registry = Registry::new();
+        for name in order {
+            add(&mut registry, name);
+        }
         registry
-            .register(tool("zeta", false, Behaviour::Echo))
-            .register(tool("alpha", false, Behaviour::Echo))
-            .register(tool("floor", true, Behaviour::Echo))
-            .register(tool("panic_now", false, Behaviour::PanicNow))
-            .register(tool("panic_later", false, Behaviour::PanicLater));
-        registry
+    }
+
+    fn registry() -> Registry {
+        registry_in_order(&NAMES)
     }
 
     async fn call(name: &str, args: serde_json::Value) -> ToolOutput {
@@ -247,30 +293,42 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn calls_reach_the_tool() {
+    async fn typed_calls_parse_run_and_report_errors() {
         let out = call("alpha", json!({"text": "hello"})).await;
         assert_eq!(out, ToolOutput::text("hello"));
         let out = call("alpha", json!({"text": 1})).await;
         assert!(out.is_error && out.text_content().contains("`text`"));
+        let out = call("alpha", json!({"text": ""})).await;
+        assert_eq!(out, ToolOutput::error("`text` is empty"));
     }
 
     #[test]
-    fn specs_are_sorted_and_stable() {
-        let names: Vec<_> = registry()
-            .specs()
-            .iter()
-            .map(|spec| spec.name.clone())
-            .collect();
-        assert_eq!(
-            names,
-            ["alpha", "floor", "panic_later", "panic_now", "zeta"]
-        );
-        let again: Vec<_> = registry()
-            .specs()
-            .iter()
-            .map(|spec| spec.name.clone())
-            .collect();
-        assert_eq!(names, again);
+    fn the_spec_comes_from_the_typed_tool() {
+        let registry = registry();
+        let spec = registry.spec("floor").unwrap();
+        assert_eq!(spec.description, "Echoes text.");
+        assert_eq!(spec.capabilities, [Capability::ReadFs]);
+        assert!(spec.floor);
+        assert_eq!(spec.input_schema["required"], json!(["text"]));
+        assert!(!registry.spec("alpha").unwrap().floor);
+    }
+
+    #[test]
+    fn specs_are_sorted_whatever_the_order_of_registration() {
+        let mut reversed = NAMES;
+        reversed.reverse();
+        let mut rotated = NAMES;
+        rotated.rotate_left(2);
+        for order in [NAMES, reversed, rotated] {
+            let registry = registry_in_order(&order);
+            let names: Vec<_> = registry.specs().iter().map(|s| s.name.clone()).collect();
+            assert_eq!(
+                names,
+                ["alpha", "floor", "panic_later", "panic_now", "zeta"],
+                "registered as {order:?}"
+            );
+            assert_eq!(registry.names(), names, "registered as {order:?}");
+        }
     }
 
     #[test]
@@ -301,11 +359,8 @@ mod tests {
     fn output_serialises_like_mcp() {
         let out = ToolOutput::from_content(
             vec![
-                crate::Content::Text { text: "t".into() },
-                crate::Content::Image {
-                    media_type: "image/png".into(),
-                    data: "AA==".into(),
-                },
+                crate::Content::text("t"),
+                crate::Content::image("image/png", "AA=="),
             ],
             true,
         );
@@ -327,8 +382,9 @@ mod tests {
         send_sync::<ToolContext>();
         send_sync::<ToolOutput>();
         send_sync::<ToolSpec>();
-        send_sync::<Arc<dyn Tool>>();
+        send_sync::<Arc<dyn DynTool>>();
         send_sync::<crate::PathError>();
+        send_sync::<crate::Session>();
         let registry = Registry::new();
         let ctx = ToolContext::new(".").unwrap();
         send(&registry.call("x", json!({}), &ctx));

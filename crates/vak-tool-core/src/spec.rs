@@ -66,7 +66,11 @@ pub fn posture(spec: &ToolSpec, mode: PermissionMode) -> Posture {
 }
 
 /// A tool's description of itself: everything a model or a runtime needs before calling it.
+///
+/// Built by the registry from a [`Tool`](crate::Tool) (or by [`ToolSpec::new`] for a
+/// [`DynTool`](crate::DynTool)); fields may be added without a breaking change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The name the model calls it by.
     pub name: String,

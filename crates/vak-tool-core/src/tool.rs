@@ -1,24 +1,163 @@
-//! The trait every tool implements.
+//! The two faces of a tool: the typed [`Tool`] that authors implement, and the object-safe
+//! [`DynTool`] that the registry holds.
+//!
+//! A tool author names the argument type once, as [`Tool::Args`]: the input schema is generated
+//! from it and the JSON is parsed into it by the same blanket implementation, so the schema the
+//! model reads and the parser that judges its call cannot drift apart. That is a type fact, not a
+//! convention.
 
 use std::future::Future;
 use std::pin::Pin;
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::{ToolContext, ToolOutput, ToolSpec, parse_args};
+use crate::{Capability, ToolContext, ToolOutput, ToolSpec, parse_args};
 
-/// A boxed, sendable future: what [`Tool::call`] returns, so that the trait stays object-safe.
+/// A boxed, sendable future: what [`DynTool::call`] returns, so that the trait stays
+/// object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A tool a model can call.
+/// A tool a model can call, with typed arguments.
 ///
-/// Implementations must never panic and never fail out of band: every failure is a
-/// [`ToolOutput::error`] that tells the model what went wrong and what to try instead. Long
-/// work must watch [`ToolContext::cancel`] and return promptly once it is cancelled; dropping
-/// the returned future must also stop the work (and, for `bash`, kill the process tree).
-pub trait Tool: Send + Sync {
-    /// The tool's name, description, input schema and capabilities.
-    fn spec(&self) -> &ToolSpec;
+/// Implement this; the blanket implementation of [`DynTool`] turns it into what a
+/// [`Registry`](crate::Registry) holds: it builds the [`ToolSpec`] (the schema from
+/// [`Tool::Args`]), parses the JSON arguments into `Args` (a parse error becomes a result that
+/// names the field at fault) and turns a [`ToolError`] into an error result.
+///
+/// `run` must never panic: every failure is an `Err(ToolError)` (or an error [`ToolOutput`])
+/// that tells the model what went wrong and what to try instead. Long work watches
+/// [`ToolContext::cancel`] and returns promptly once it is cancelled; dropping the returned future
+/// must also stop the work.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use vak_tool_core::{Capability, Registry, Tool, ToolContext, ToolError, ToolOutput};
+///
+/// /// Arguments of `shout`.
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(deny_unknown_fields)]
+/// struct ShoutArgs {
+///     /// The words to shout.
+///     words: String,
+/// }
+///
+/// struct Shout;
+///
+/// impl Tool for Shout {
+///     type Args = ShoutArgs;
+///     fn name(&self) -> &str {
+///         "shout"
+///     }
+///     fn description(&self) -> String {
+///         "Repeats the words in capitals.".into()
+///     }
+///     fn capabilities(&self) -> Vec<Capability> {
+///         Vec::new()
+///     }
+///     async fn run(&self, args: ShoutArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         if args.words.trim().is_empty() {
+///             return Err(ToolError::new("`words` is empty: give the words to shout"));
+///         }
+///         Ok(ToolOutput::text(args.words.to_uppercase()))
+///     }
+/// }
+///
+/// # fn main() {
+/// let mut registry = Registry::new();
+/// registry.register(Shout);
+/// let workspace = tempfile::tempdir().unwrap();
+/// let ctx = ToolContext::new(workspace.path()).unwrap();
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let out = rt.block_on(registry.call("shout", serde_json::json!({"words": "hi"}), &ctx));
+/// assert_eq!(out.text_content(), "HI");
+/// let out = rt.block_on(registry.call("shout", serde_json::json!({"word": "hi"}), &ctx));
+/// assert!(out.is_error && out.text_content().contains("unknown field `word`"));
+/// # }
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments, parsed by serde from the model's JSON; the input schema is generated
+    /// from the same type. Give it `#[serde(deny_unknown_fields)]` (the schema then says
+    /// `additionalProperties: false`) and a doc comment on every field (its description).
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// One paragraph for the model: what the tool does, when to use it, what it returns. Build
+    /// it from the tool's settings, so that a changed limit never leaves a stale number in it.
+    fn description(&self) -> String;
+
+    /// What the tool can do to the world; the permission posture is decided from these.
+    fn capabilities(&self) -> Vec<Capability>;
+
+    /// Whether the tool belongs to the orientation floor (present in every slice of a
+    /// registry). No by default.
+    fn floor(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool with parsed arguments.
+    fn run(
+        &self,
+        args: Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}
+
+/// A failure told to the model: what went wrong and what to try instead.
+///
+/// Any error type converts into it with `?` (its `Display` becomes the text), so a tool keeps
+/// its errors as values (`thiserror` enums) and turns them into model-facing text only here, at
+/// the edge. It deliberately does not implement `std::error::Error` itself, so that blanket
+/// conversion stays coherent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// An error with this model-facing text.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The text the model reads.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        Self::new(error.to_string())
+    }
+}
+
+impl From<ToolError> for ToolOutput {
+    fn from(error: ToolError) -> Self {
+        ToolOutput::error(error.message)
+    }
+}
+
+/// The object-safe face of a tool: what a [`Registry`](crate::Registry) holds.
+///
+/// Every [`Tool`] is a `DynTool` through a blanket implementation; implement this directly only
+/// for a tool whose schema is not known at compile time (a proxy for a remote tool, say), and
+/// then parse with [`parse_args`] yourself.
+pub trait DynTool: Send + Sync {
+    /// The tool's name, description, input schema and capabilities. The registry asks once,
+    /// when the tool is registered.
+    fn spec(&self) -> ToolSpec;
 
     /// Runs the tool with JSON arguments in a context.
     fn call<'a>(
@@ -28,47 +167,23 @@ pub trait Tool: Send + Sync {
     ) -> BoxFuture<'a, ToolOutput>;
 }
 
-/// The body of a typical [`Tool::call`]: parses the arguments into `Args` with [`parse_args`]
-/// (a parse error becomes the model-facing message naming the field), runs `run` with them, and
-/// turns an `Err` into an error result whose text is the error's `Display`, which should say what
-/// went wrong and what to try instead.
-///
-/// ```
-/// # use vak_tool_core::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run};
-/// # #[derive(serde::Deserialize, schemars::JsonSchema)]
-/// # struct Args { /** Text. */ text: String }
-/// # struct Echo(ToolSpec);
-/// impl Tool for Echo {
-///     fn spec(&self) -> &ToolSpec {
-///         &self.0
-///     }
-///     fn call<'a>(&'a self, args: serde_json::Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-///         parse_and_run(args, |args: Args| async move {
-///             if args.text.is_empty() {
-///                 return Err("`text` is empty: give the words to echo");
-///             }
-///             Ok(ToolOutput::text(args.text))
-///         })
-///     }
-/// }
-/// ```
-pub fn parse_and_run<'a, Args, Error, Run, Fut>(
-    args: serde_json::Value,
-    run: Run,
-) -> BoxFuture<'a, ToolOutput>
-where
-    Args: DeserializeOwned + Send + 'a,
-    Error: std::fmt::Display + 'a,
-    Run: FnOnce(Args) -> Fut + Send + 'a,
-    Fut: Future<Output = Result<ToolOutput, Error>> + Send + 'a,
-{
-    Box::pin(async move {
-        match parse_args::<Args>(args) {
-            Ok(args) => match run(args).await {
-                Ok(output) => output,
-                Err(error) => ToolOutput::error(error.to_string()),
-            },
-            Err(error) => error,
-        }
-    })
+impl<T: Tool> DynTool for T {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new::<T::Args>(self.name(), self.description())
+            .with_capabilities(self.capabilities())
+            .with_floor(self.floor())
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            match parse_args::<T::Args>(args) {
+                Ok(args) => self.run(args, ctx).await.unwrap_or_else(ToolOutput::from),
+                Err(error) => error,
+            }
+        })
+    }
 }
