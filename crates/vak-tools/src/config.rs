@@ -3,13 +3,27 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use vak_tool_core::{ContextError, NetPolicy, PermissionMode, ToolContext};
+use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 
 /// The whole configuration. Every section and key is optional; unknown keys are refused.
+///
+/// Each tool crate owns its section: `[fs]` is [`FsSettings`](vak_tool_fs::FsSettings), `[bash]`
+/// is `BashSettings`, `[net]` `NetSettings`, `[browse]` `BrowseSettings`, `[commitment]`
+/// `CommitmentSettings`; the facade only parses the file and hands each crate its section in
+/// [`registry`](crate::registry). A section of a tool that this build does not compile in is
+/// accepted and ignored, so one file serves every build (except `[commitment] enabled = true`,
+/// which is an error without the `commitment` feature: the person asked for a tool that is not
+/// there).
 ///
 /// ```toml
 /// [permissions]
 /// mode = "workspace-write"      # read-only | workspace-write | full-access
+///
+/// [fs]
+/// read_bytes = 262144           # the most text one `read` page returns
+///
+/// [bash]
+/// kill_grace_ms = 2000          # SIGTERM to SIGKILL
 ///
 /// [net]
 /// allow = ["10.1.0.0/16", "wiki.corp.example"]   # exempt from the private-address block
@@ -24,20 +38,59 @@ use vak_tool_core::{ContextError, NetPolicy, PermissionMode, ToolContext};
 /// [mcp]
 /// ledger_bytes = 268435456       # results kept whole for `recall`
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Config {
     /// `[permissions]`
     pub permissions: PermissionsConfig,
-    /// `[net]`
-    pub net: NetConfig,
-    /// `[browse]`
-    pub browse: BrowseConfig,
-    /// `[commitment]`
-    pub commitment: CommitmentConfig,
+    /// `[fs]`: `read`, `write`, `edit`, `glob`, `grep`.
+    #[cfg(feature = "fs")]
+    pub fs: vak_tool_fs::FsSettings,
+    #[cfg(not(feature = "fs"))]
+    #[serde(skip_serializing)]
+    fs: Uncompiled,
+    /// `[bash]`: the shell, its capture limits, its sandbox and environment.
+    #[cfg(feature = "bash")]
+    pub bash: vak_tool_bash::BashSettings,
+    #[cfg(not(feature = "bash"))]
+    #[serde(skip_serializing)]
+    bash: Uncompiled,
+    /// `[net]`: the network policy (`allow`) and `webfetch`'s limits. The allow list reaches
+    /// every tool that goes through the SSRF guard from here.
+    #[cfg(feature = "net")]
+    pub net: vak_tool_net::NetSettings,
+    #[cfg(not(feature = "net"))]
+    #[serde(skip_serializing)]
+    net: Uncompiled,
+    /// `[browse]`: which browser renders pages, and its limits.
+    #[cfg(feature = "browse")]
+    pub browse: vak_tool_browse::BrowseSettings,
+    #[cfg(not(feature = "browse"))]
+    #[serde(skip_serializing)]
+    browse: Uncompiled,
+    /// `[commitment]`: whether `commitments` is offered, and its store.
+    #[cfg(feature = "commitment")]
+    pub commitment: vak_tool_commitments::CommitmentSettings,
+    #[cfg(not(feature = "commitment"))]
+    #[serde(skip_serializing)]
+    commitment: Uncompiled,
     /// `[mcp]`
     pub mcp: McpConfig,
+}
+
+/// The section of a tool this build does not compile in: accepted, kept for the one check that
+/// needs it, otherwise ignored.
+#[allow(dead_code, reason = "only some builds have a section without its tool")]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(transparent)]
+struct Uncompiled(toml::Table);
+
+#[allow(dead_code, reason = "only some builds have a section without its tool")]
+impl Uncompiled {
+    fn is_true(&self, key: &str) -> bool {
+        self.0.get(key).and_then(toml::Value::as_bool) == Some(true)
+    }
 }
 
 /// `[permissions]`: how much runs without asking.
@@ -47,35 +100,6 @@ pub struct Config {
 pub struct PermissionsConfig {
     /// `read-only`, `workspace-write` (default) or `full-access`.
     pub mode: PermissionMode,
-}
-
-/// `[net]`: the network policy of `webfetch` and `browse`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct NetConfig {
-    /// CIDRs or host names exempted from the private-address block. Empty by default.
-    pub allow: Vec<String>,
-}
-
-/// `[browse]`: which browser renders pages.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct BrowseConfig {
-    /// The browser executable. `VAK_BROWSER` overrides it; unset, a list of names is searched.
-    pub browser: Option<PathBuf>,
-}
-
-/// `[commitment]`: the commitments store.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct CommitmentConfig {
-    /// Whether the `commitments` tool is registered (it also needs the `commitment` feature).
-    pub enabled: bool,
-    /// The SQLite file, relative to the workspace; `.vak/commitments.db` when unset.
-    pub db: Option<PathBuf>,
 }
 
 /// `[mcp]`: the MCP server.
@@ -147,7 +171,8 @@ impl Config {
             path,
             message: error.to_string(),
         })?;
-        if config.commitment.enabled && !cfg!(feature = "commitment") {
+        #[cfg(not(feature = "commitment"))]
+        if config.commitment.is_true("enabled") {
             return Err(ConfigError::Unsupported(
                 "[commitment] enabled = true, but this build of vak-tools has no `commitment` \
                  feature: rebuild with `--features commitment` (or `full`), or set enabled = false"
@@ -157,10 +182,11 @@ impl Config {
         Ok(config)
     }
 
-    /// A tool context for `workspace` carrying this configuration's network policy.
+    /// A tool context for `workspace`: the same as [`ToolContext::new`], since every setting
+    /// of the file reaches the tools through [`registry`](crate::registry). Kept so a caller
+    /// that loads a configuration builds both from it.
     pub fn tool_context(&self, workspace: &Path) -> Result<ToolContext, ContextError> {
-        Ok(ToolContext::new(workspace)?
-            .with_net_policy(NetPolicy::with_allow(self.net.allow.clone())))
+        ToolContext::new(workspace)
     }
 }
 
@@ -168,27 +194,37 @@ impl Config {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "full")]
     #[test]
-    fn full_config_parses() {
+    fn full_config_parses_into_each_tools_settings() {
         let config = Config::from_toml_str(
             r#"
             [permissions]
             mode = "full-access"
+            [fs]
+            read_bytes = 1000
+            [bash]
+            kill_grace_ms = 50
             [net]
             allow = ["127.0.0.2/32", "wiki.corp"]
             [browse]
             browser = "/usr/bin/chromium"
+            [commitment]
+            enabled = true
             [mcp]
             ledger_bytes = 1024
             "#,
         )
         .unwrap();
         assert_eq!(config.permissions.mode, PermissionMode::FullAccess);
+        assert_eq!(config.fs.read_bytes, 1000);
+        assert_eq!(config.bash.kill_grace_ms, 50);
         assert_eq!(config.net.allow, ["127.0.0.2/32", "wiki.corp"]);
         assert_eq!(
             config.browse.browser.as_deref(),
             Some(Path::new("/usr/bin/chromium"))
         );
+        assert!(config.commitment.enabled);
         assert_eq!(config.mcp.ledger_bytes, 1024);
     }
 
@@ -199,31 +235,47 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_bad_values_are_refused_clearly() {
-        for (text, needle) in [
+        let mut cases = vec![
             ("[permissions]\nmdoe = \"read-only\"", "mdoe"),
             ("[permisions]\n", "permisions"),
             ("[permissions]\nmode = \"yolo\"", "yolo"),
-            ("[net]\nallow = \"10.0.0.0/8\"", "allow"),
             ("[net", "invalid config"),
-        ] {
+            ("[mcp]\nledger_bytes = \"big\"", "ledger_bytes"),
+        ];
+        if cfg!(feature = "net") {
+            cases.push(("[net]\nallow = \"10.0.0.0/8\"", "allow"));
+        }
+        if cfg!(feature = "fs") {
+            cases.push(("[fs]\nread_byts = 1", "read_byts"));
+        }
+        if cfg!(feature = "bash") {
+            cases.push(("[bash]\nkill_grace_ms = -1", "kill_grace_ms"));
+        }
+        for (text, needle) in cases {
             let error = Config::from_toml_str(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text:?}: {error}");
         }
     }
 
     #[test]
+    fn sections_of_tools_not_built_are_accepted() {
+        let text = "[fs]\nread_bytes = 1\n[bash]\nkill_grace_ms = 1\n[net]\nallow = []\n\
+                    [browse]\nbrowser = \"/x\"\n[commitment]\ndb = \"c.db\"\n";
+        assert!(Config::from_toml_str(text).is_ok());
+    }
+
+    #[test]
     fn commitment_without_the_feature_is_a_configuration_error() {
         let result = Config::from_toml_str("[commitment]\nenabled = true");
-        if cfg!(feature = "commitment") {
-            assert!(result.unwrap().commitment.enabled);
-        } else {
-            assert!(
-                result
-                    .unwrap_err()
-                    .to_string()
-                    .contains("`commitment` feature")
-            );
-        }
+        #[cfg(feature = "commitment")]
+        assert!(result.unwrap().commitment.enabled);
+        #[cfg(not(feature = "commitment"))]
+        assert!(
+            result
+                .unwrap_err()
+                .to_string()
+                .contains("`commitment` feature")
+        );
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //! | `commitment` | `commitments` (with `[commitment] enabled = true`) | `vak-tool-commitments` | no |
 //! | `full` | all of the above | | no |
 //!
+//! Every setting reaches the tools in one place, [`registry`]: each tool crate owns its section
+//! of the configuration (`[fs]`, `[bash]`, `[net]`, …) as a settings struct, and the facade hands
+//! it over when it builds the tools. The [`ToolContext`] of a call carries no tool setting.
+//!
 //! ```
 //! use vak_tools::{Config, ToolContext, registry};
 //!
@@ -32,13 +36,11 @@
 
 mod config;
 
-pub use config::{
-    BrowseConfig, CommitmentConfig, Config, ConfigError, McpConfig, NetConfig, PermissionsConfig,
-};
+pub use config::{Config, ConfigError, McpConfig, PermissionsConfig};
 pub use vak_tool_core::{
-    BoxFuture, CancellationToken, Capability, Content, ContextError, NetPolicy, OutputLimits,
-    PathError, PathPolicy, PermissionMode, Posture, Registry, Tool, ToolContext, ToolOutput,
-    ToolSpec, parse_and_run, parse_args, posture,
+    BoxFuture, CancellationToken, Capability, Content, ContextError, DynTool, PathError,
+    PathPolicy, PermissionMode, Posture, Registry, Session, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, human, parse_args, posture,
 };
 
 /// The core contract: what a third-party tool implements.
@@ -66,24 +68,27 @@ pub use vak_tool_browse as browse;
 #[cfg(feature = "commitment")]
 pub use vak_tool_commitments as commitments;
 
-/// The registry of every tool compiled in and enabled by `config`.
+/// The registry of every tool compiled in and enabled by `config`, each built with its own
+/// section of the configuration.
 ///
-/// `commitments` is added only when the `commitment` feature is compiled in *and*
-/// `[commitment] enabled = true`; it then sits on the orientation floor.
+/// This is the one place settings reach the tools: the `[net] allow` list, say, is handed to
+/// `webfetch` and to `browse` here, and nowhere else. `commitments` is added only when the
+/// `commitment` feature is compiled in *and* `[commitment] enabled = true`; it then sits on the
+/// orientation floor.
 pub fn registry(config: &Config) -> Registry {
     #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
     let mut registry = Registry::new();
     #[cfg(feature = "fs")]
-    vak_tool_fs::register(&mut registry);
+    vak_tool_fs::register(&mut registry, &config.fs);
     #[cfg(feature = "bash")]
-    vak_tool_bash::register(&mut registry);
+    vak_tool_bash::register(&mut registry, &config.bash);
     #[cfg(feature = "net")]
-    vak_tool_net::register(&mut registry);
+    vak_tool_net::register(&mut registry, &config.net);
     #[cfg(feature = "browse")]
-    vak_tool_browse::register(&mut registry, config.browse.browser.clone());
+    vak_tool_browse::register(&mut registry, &config.browse, &config.net);
     #[cfg(feature = "commitment")]
     if config.commitment.enabled {
-        vak_tool_commitments::register(&mut registry, config.commitment.db.clone());
+        vak_tool_commitments::register(&mut registry, &config.commitment);
     }
     let _ = config;
     registry

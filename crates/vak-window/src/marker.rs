@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use vak_tool_core::human::{Size, WIDEST_SIZE};
+
 use crate::{MARKER_PREFIX, Recall};
 
 /// How the omitted part is named.
@@ -34,9 +36,9 @@ pub(crate) struct Omitted {
     pub(crate) bytes: usize,
 }
 
-/// The widest text [`human_size`] ever returns, used to reserve room before the numbers are
+/// The widest text [`Size`] ever returns, used to reserve room before the numbers are
 /// known.
-const WIDEST_HUMAN: &str = "1023.9 KiB";
+const WIDEST_HUMAN: &str = WIDEST_SIZE;
 
 /// The suffix that closes a marker line.
 pub(crate) const MARKER_SUFFIX: &str = " …]";
@@ -45,7 +47,7 @@ pub(crate) const MARKER_SUFFIX: &str = " …]";
 pub(crate) fn write_marker(out: &mut String, omitted: &Omitted, recall: Option<&Recall<'_>>) {
     let count = omitted.last - omitted.first + 1;
     // Writing into a `String` cannot fail.
-    let _ = write_parts(out, omitted, count, recall, &Human(omitted.bytes));
+    let _ = write_parts(out, omitted, count, recall, &Size(omitted.bytes as u64));
 }
 
 /// The most characters a marker can take for a text of `text_bytes` bytes: every number it
@@ -130,73 +132,9 @@ fn write_json_escaped<W: fmt::Write>(out: &mut W, text: &str) -> fmt::Result {
     Ok(())
 }
 
-/// A size for people: `512 B`, `1.5 KiB`, `343.9 KiB`, `1.2 MiB`; one decimal, binary units,
-/// never more than ten characters.
-struct Human(usize);
-
-impl fmt::Display for Human {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-        let bytes = self.0;
-        if bytes < 1024 {
-            return write!(f, "{bytes} B");
-        }
-        let bytes = bytes as u128;
-        let mut divisor: u128 = 1024;
-        for (i, unit) in UNITS.iter().enumerate() {
-            // Tenths of the unit, rounded half up; a unit up when that would read 1024.0.
-            let tenths = (bytes * 10 + divisor / 2) / divisor;
-            if tenths < 10 * 1024 || i == UNITS.len() - 1 {
-                return write!(f, "{}.{} {unit}", tenths / 10, tenths % 10);
-            }
-            divisor *= 1024;
-        }
-        write!(f, "{bytes} B")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn human_size(bytes: usize) -> String {
-        Human(bytes).to_string()
-    }
-
-    #[test]
-    fn human_sizes() {
-        for (bytes, want) in [
-            (0, "0 B"),
-            (1, "1 B"),
-            (1023, "1023 B"),
-            (1024, "1.0 KiB"),
-            (1536, "1.5 KiB"),
-            (1024 * 1024 - 52, "1023.9 KiB"),
-            (1024 * 1024 - 51, "1.0 MiB"),
-            (1024 * 1024 - 1, "1.0 MiB"),
-            (1_258_291, "1.2 MiB"),
-            (100 * 1024 * 1024, "100.0 MiB"),
-            (usize::MAX, "16.0 EiB"),
-        ] {
-            assert_eq!(human_size(bytes), want, "{bytes}");
-        }
-    }
-
-    #[test]
-    fn human_size_never_wider_than_the_reserved_width() {
-        let mut bytes = 1usize;
-        while bytes < usize::MAX / 3 {
-            for probe in [bytes - 1, bytes, bytes + bytes / 2, bytes * 2 - 1] {
-                let human = human_size(probe);
-                assert!(
-                    human.chars().count() <= WIDEST_HUMAN.chars().count(),
-                    "{human}"
-                );
-            }
-            bytes *= 2;
-        }
-        assert!(human_size(usize::MAX).len() <= WIDEST_HUMAN.len());
-    }
 
     #[test]
     fn markers_read_as_documented() {
