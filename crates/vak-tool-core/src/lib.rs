@@ -64,6 +64,7 @@
 
 mod args;
 mod context;
+mod dialect;
 pub mod human;
 mod output;
 mod path;
@@ -74,6 +75,7 @@ mod tool;
 
 pub use args::parse_args;
 pub use context::{ContextError, PathPolicy, ToolContext};
+pub use dialect::{Dialect, to_dialect, violations};
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use registry::Registry;

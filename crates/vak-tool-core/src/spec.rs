@@ -116,6 +116,12 @@ impl ToolSpec {
         self
     }
 
+    /// The input schema in a model API's dialect (see [`Dialect`](crate::Dialect)):
+    /// [`Dialect::Anthropic`](crate::Dialect::Anthropic) is [`ToolSpec::input_schema`] itself.
+    pub fn input_schema_for(&self, dialect: crate::Dialect) -> serde_json::Value {
+        crate::to_dialect(&self.input_schema, dialect)
+    }
+
     /// Whether the tool has this capability.
     pub fn has(&self, capability: Capability) -> bool {
         self.capabilities.contains(&capability)
