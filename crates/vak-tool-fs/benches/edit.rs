@@ -56,7 +56,7 @@ fn workspace() -> &'static Workspace {
             .unwrap();
         let ctx = ToolContext::new(dir.path()).unwrap();
         let mut registry = Registry::new();
-        vak_tool_fs::register(&mut registry);
+        vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
         Workspace {
             path: ctx.workspace().join("big.txt"),
             ctx,

@@ -84,7 +84,7 @@ fn call(args: serde_json::Value) -> String {
             .unwrap()
     });
     let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry);
+    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
     let ctx = ToolContext::new(&fixture().workspace).unwrap();
     let out = runtime.block_on(registry.call("read", args, &ctx));
     assert!(!out.is_error, "{}", out.text_content());

@@ -17,22 +17,28 @@ use std::time::SystemTime;
 use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
-};
+use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
+use crate::FsSettings;
 use crate::walk::{self, Walker};
 
-const DESCRIPTION: &str = "Finds files whose path matches a glob pattern, for locating files by \
-name or extension before reading them. The pattern is matched against the path relative to \
-`path` (default: the working folder): `*` and `?` stay within one folder name, `**` crosses \
-folders, `{a,b}` and `[ab]` work. A pattern without `/` only matches files directly in the folder: \
-write `**/*.rs` or `**/Cargo.toml` to match at any depth. Files ignored by .gitignore, .ignore \
-or .git/info/exclude are left out, and .git, node_modules and target folders are never entered \
-(name one in `path` or in the pattern's leading folders to search it); hidden files are \
-included. Returns one path per line, relative to the working folder, most recently modified \
-first; at most 1000 paths, with a last line saying how many matched when there are more. \
-Lists files only, not folders. To search file contents use `grep`.";
+/// The description the model reads, with the limit in force.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Finds files whose path matches a glob pattern, for locating files by name or extension \
+         before reading them. The pattern is matched against the path relative to `path` \
+         (default: the working folder): `*` and `?` stay within one folder name, `**` crosses \
+         folders, `{{a,b}}` and `[ab]` work. A pattern without `/` only matches files directly in \
+         the folder: write `**/*.rs` or `**/Cargo.toml` to match at any depth. Files ignored by \
+         .gitignore, .ignore or .git/info/exclude are left out, and .git, node_modules and \
+         target folders are never entered (name one in `path` or in the pattern's leading \
+         folders to search it); hidden files are included. Returns one path per line, relative \
+         to the working folder, most recently modified first; at most {limit} paths, with a last \
+         line saying how many matched when there are more. Lists files only, not folders. To \
+         search file contents use `grep`.",
+        limit = human::grouped(settings.glob_results as u64),
+    )
+}
 
 /// Arguments of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -85,29 +91,35 @@ pub(crate) enum GlobError {
 
 /// The `glob` tool.
 pub(crate) struct Glob {
-    spec: ToolSpec,
+    settings: FsSettings,
 }
 
 impl Glob {
-    pub(crate) fn new() -> Self {
+    /// The tool with these limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
-            spec: ToolSpec::new::<GlobArgs>("glob", DESCRIPTION)
-                .with_capabilities([Capability::ReadFs]),
+            settings: settings.clone(),
         }
     }
 }
 
 impl Tool for Glob {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = GlobArgs;
+
+    fn name(&self) -> &str {
+        "glob"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: GlobArgs| run(args, ctx))
+    fn description(&self) -> String {
+        description(&self.settings)
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(run(args, ctx, self.settings.glob_results).await?)
     }
 }
 
@@ -117,7 +129,7 @@ struct Found {
     path: PathBuf,
 }
 
-async fn run(args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, GlobError> {
+async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutput, GlobError> {
     let (prefix, rest) = split_literal_prefix(&args.pattern);
     let matcher = GlobBuilder::new(&rest)
         .literal_separator(true)
@@ -150,7 +162,6 @@ async fn run(args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, GlobError>
         )));
     }
     let walker = Walker::new(root, ctx);
-    let limit = ctx.limits().glob_results;
     let result = walk::run_blocking(ctx, "glob", move |stop| {
         let looked_at = AtomicUsize::new(0);
         let (sender, receiver) = std::sync::mpsc::channel();

@@ -16,7 +16,7 @@
 //!
 //! # Long lines
 //!
-//! A line longer than `OutputLimits::grep_line_chars` is shown as a window of that many
+//! A line longer than [`FsSettings::grep_line_chars`] is shown as a window of that many
 //! characters around its first match, with `…` where it was cut and a note giving the column,
 //! so that one minified file cannot flood the result. Invalid UTF-8 is shown lossily.
 
@@ -33,25 +33,31 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
-};
+use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
+use crate::FsSettings;
 use crate::walk::{self, Walker};
 
-const DESCRIPTION: &str = "Searches file contents for a regular expression (Rust regex syntax, \
-as in ripgrep) and lists the matching lines, for finding where something is defined or used. \
-`path` is a folder (searched recursively; default: the working folder) or a single file. \
-Files ignored by .gitignore, .ignore or .git/info/exclude, binary files, and .git, \
-node_modules and target folders are skipped; hidden files are searched. `include` keeps only \
-files matching a glob (`*.rs`, `*.{ts,tsx}`: a glob without `/` is matched against the file \
-name; with `/`, against the path below `path`). `output`: `content` (default) gives \
-`path:line:text` lines, with `context` lines before and after shown as `path-line-text` and \
-separate groups divided by `--`; `files` lists the matching files; `count` gives `path:N` \
-matching lines per file. Results come in a fixed order (folder by folder, sorted by name) and \
-stop at `max_matches` (default 100; lines for `content`, files for `files` and `count`) with a \
-last line saying so. A line longer than 500 characters is cut to a window around its first \
-match, with its column. Use `glob` to find files by name.";
+/// The description the model reads, with the limit in force.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Searches file contents for a regular expression (Rust regex syntax, as in ripgrep) and \
+         lists the matching lines, for finding where something is defined or used. `path` is a \
+         folder (searched recursively; default: the working folder) or a single file. Files \
+         ignored by .gitignore, .ignore or .git/info/exclude, binary files, and .git, \
+         node_modules and target folders are skipped; hidden files are searched. `include` \
+         keeps only files matching a glob (`*.rs`, `*.{{ts,tsx}}`: a glob without `/` is matched \
+         against the file name; with `/`, against the path below `path`). `output`: `content` \
+         (default) gives `path:line:text` lines, with `context` lines before and after shown as \
+         `path-line-text` and separate groups divided by `--`; `files` lists the matching \
+         files; `count` gives `path:N` matching lines per file. Results come in a fixed order \
+         (folder by folder, sorted by name) and stop at `max_matches` (default \
+         {DEFAULT_MAX_MATCHES}; lines for `content`, files for `files` and `count`) with a last \
+         line saying so. A line longer than {chars} characters is cut to a window around its \
+         first match, with its column. Use `glob` to find files by name.",
+        chars = human::grouped(settings.grep_line_chars as u64),
+    )
+}
 
 /// What `grep` reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -160,33 +166,43 @@ pub(crate) enum GrepError {
 
 /// The `grep` tool.
 pub(crate) struct Grep {
-    spec: ToolSpec,
+    settings: FsSettings,
 }
 
 impl Grep {
-    pub(crate) fn new() -> Self {
+    /// The tool with these limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
-            spec: ToolSpec::new::<GrepArgs>("grep", DESCRIPTION)
-                .with_capabilities([Capability::ReadFs]),
+            settings: settings.clone(),
         }
     }
 }
 
 impl Tool for Grep {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = GrepArgs;
+
+    fn name(&self) -> &str {
+        "grep"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: GrepArgs| run(args, ctx))
+    fn description(&self) -> String {
+        description(&self.settings)
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    async fn run(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(run(args, ctx, self.settings.grep_line_chars).await?)
     }
 }
 
-async fn run(args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, GrepError> {
+async fn run(
+    args: GrepArgs,
+    ctx: &ToolContext,
+    line_chars: usize,
+) -> Result<ToolOutput, GrepError> {
     let context = args.context.unwrap_or(0);
     if context > MAX_CONTEXT {
         return Err(GrepError::Range {
@@ -231,7 +247,7 @@ async fn run(args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, GrepError>
         context,
         mode: args.output.unwrap_or_default(),
         max_matches,
-        line_chars: ctx.limits().grep_line_chars,
+        line_chars,
     };
     let shown_target = ctx.display_path(&target);
     let worker_ctx = ctx.clone();

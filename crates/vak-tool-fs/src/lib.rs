@@ -19,9 +19,13 @@
 //! and the output order is deterministic. File work runs on tokio's blocking threads and stops
 //! when the call is cancelled.
 //!
+//!
+//! Their limits are [`FsSettings`], the `[fs]` section of `.vak/config.toml`, given at
+//! registration; each tool's description is built from them.
+//!
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
-//! vak_tool_fs::register(&mut registry);
+//! vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
 //! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "write"]);
 //! ```
 #![forbid(unsafe_code)]
@@ -32,17 +36,20 @@ mod glob;
 mod grep;
 mod hash;
 mod read;
+mod settings;
 mod sniff;
 mod walk;
 mod write;
 
 use vak_tool_core::Registry;
 
-/// Adds this crate's tools to a registry.
-pub fn register(registry: &mut Registry) {
-    registry.register(edit::EditTool::new());
-    registry.register(glob::Glob::new());
-    registry.register(grep::Grep::new());
-    registry.register(read::ReadTool::new());
-    registry.register(write::WriteTool::new());
+pub use settings::FsSettings;
+
+/// Adds this crate's tools to a registry, with the limits of `settings`.
+pub fn register(registry: &mut Registry, settings: &FsSettings) {
+    registry.register(edit::EditTool::new(settings));
+    registry.register(glob::Glob::new(settings));
+    registry.register(grep::Grep::new(settings));
+    registry.register(read::ReadTool::new(settings));
+    registry.register(write::WriteTool::new(settings));
 }

@@ -4,8 +4,7 @@
 //! - One streaming pass ([`page::scan`]) gives the page, the exact line count and the hash of the
 //!   whole file, so a page near the end of a 1 GiB file costs one scan and a bounded buffer.
 //! - A page ends after `limit` lines or when the rendered text reaches
-//!   [`OutputLimits::read_bytes`](vak_tool_core::OutputLimits), whichever comes first, always
-//!   between lines. Only a line that alone exceeds the budget is cut, at a character boundary,
+//!   [`FsSettings::read_bytes`](crate::FsSettings), whichever comes first, always between lines. Only a line that alone exceeds the budget is cut, at a character boundary,
 //!   with a note giving the exact `tail -c +N` command that shows the rest.
 //! - Text, binary and image are told apart by content (magic bytes, NUL and control bytes in the
 //!   first 8 KiB), never by the file name.
@@ -24,10 +23,11 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    BoxFuture, CancellationToken, Capability, Content, OutputLimits, PathError, Tool, ToolContext,
-    ToolOutput, ToolSpec, parse_and_run,
+    CancellationToken, Capability, Content, PathError, Tool, ToolContext, ToolError, ToolOutput,
+    human,
 };
 
+use crate::FsSettings;
 use crate::sniff::{self, ImageKind};
 
 pub(crate) use page::count_lines;
@@ -39,15 +39,23 @@ const CHUNK: usize = 128 * 1024;
 /// From this size on, the hash is computed on a second thread while the scan goes on.
 const PARALLEL_HASH_BYTES: u64 = 4 * 1024 * 1024;
 
-const DESCRIPTION: &str = "Reads a file from the workspace. Text comes back as numbered lines in \
-`cat -n` form (line number, a tab, the line), starting at `offset` (1-based, default 1) for up to \
-`limit` lines (default 2000); a page also stops at 256 KiB of text, always between lines. When \
-lines remain, a last line gives the exact total and the `offset` to continue with; a single line \
-too long for a page is cut, with a note on how to see the rest. PNG, JPEG, GIF and WebP files \
-come back as images. Binary files are refused with their size and kind. Non-UTF-8 bytes show as \
-U+FFFD, CRLF line endings and a byte order mark are not shown (a note says they are there). The \
-result ends with a hash of the whole file that `edit` accepts as `expect_hash`. Read a file \
-before you edit it; use `glob` to list folders and `grep` to search many files.";
+/// The description the model reads, with the limits in force.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Reads a file from the workspace. Text comes back as numbered lines in `cat -n` form \
+         (line number, a tab, the line), starting at `offset` (1-based, default 1) for up to \
+         `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, always \
+         between lines. When lines remain, a last line gives the exact total and the `offset` to \
+         continue with; a single line too long for a page is cut, with a note on how to see the \
+         rest. PNG, JPEG, GIF and WebP files come back as images (up to {image}). Binary files \
+         are refused with their size and kind. Non-UTF-8 bytes show as U+FFFD, CRLF line endings \
+         and a byte order mark are not shown (a note says they are there). The result ends with \
+         a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
+         edit it; use `glob` to list folders and `grep` to search many files.",
+        page = human::size(settings.read_bytes as u64),
+        image = human::size(settings.image_bytes),
+    )
+}
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -59,7 +67,8 @@ pub(crate) struct ReadArgs {
     /// its last line names.
     #[schemars(range(min = 1))]
     offset: Option<i64>,
-    /// The most lines to show (default 2000). A page also stops at 256 KiB of text.
+    /// The most lines to show (default 2000). A page also stops when its text reaches the size
+    /// limit that the tool's description names.
     #[schemars(range(min = 1))]
     limit: Option<i64>,
 }
@@ -263,30 +272,35 @@ fn shell_quote(text: &str) -> String {
 
 /// The `read` tool.
 pub(crate) struct ReadTool {
-    spec: ToolSpec,
+    settings: FsSettings,
 }
 
 impl ReadTool {
-    /// The tool with its spec.
-    pub(crate) fn new() -> Self {
+    /// The tool with these limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
-            spec: ToolSpec::new::<ReadArgs>("read", DESCRIPTION)
-                .with_capabilities([Capability::ReadFs]),
+            settings: settings.clone(),
         }
     }
 }
 
 impl Tool for ReadTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = ReadArgs;
+
+    fn name(&self) -> &str {
+        "read"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: ReadArgs| run(args, ctx))
+    fn description(&self) -> String {
+        description(&self.settings)
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(run(args, ctx, &self.settings).await?)
     }
 }
 
@@ -296,10 +310,17 @@ struct Request {
     shown: String,
     offset: u64,
     limit: u64,
-    limits: OutputLimits,
+    /// The most bytes a page may take.
+    page_bytes: usize,
+    /// The largest image returned.
+    image_bytes: u64,
 }
 
-async fn run(args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ReadError> {
+async fn run(
+    args: ReadArgs,
+    ctx: &ToolContext,
+    settings: &FsSettings,
+) -> Result<ToolOutput, ReadError> {
     let offset = match args.offset {
         None => 1,
         Some(offset) if offset >= 1 => offset as u64,
@@ -316,7 +337,8 @@ async fn run(args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ReadError>
         path,
         offset,
         limit,
-        limits: ctx.limits().clone(),
+        page_bytes: settings.read_bytes,
+        image_bytes: settings.image_bytes,
     };
     // Dropping this call (or cancelling it) stops the scan on the blocking pool.
     let cancel = ctx.cancel().child_token();
@@ -373,7 +395,7 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
     let page_request = page::PageRequest {
         offset: request.offset,
         limit: request.limit,
-        budget: request.limits.read_bytes,
+        budget: request.page_bytes,
         chunk: CHUNK,
         parallel_hash: meta.len() >= PARALLEL_HASH_BYTES,
     };
@@ -409,7 +431,7 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
     Ok(ToolOutput::text(render(
         &request.shown,
         &page,
-        request.limits.read_bytes,
+        request.page_bytes,
     )))
 }
 
@@ -516,7 +538,7 @@ fn read_image(
     mut file: fs::File,
     bytes: u64,
 ) -> Result<ToolOutput, ReadError> {
-    let limit = request.limits.image_bytes;
+    let limit = request.image_bytes;
     if bytes > limit {
         return Err(ReadError::ImageTooLarge {
             path: request.shown.clone(),
@@ -564,11 +586,11 @@ fn read_image(
     );
     Ok(ToolOutput::from_content(
         vec![
-            Content::Text { text },
-            Content::Image {
-                media_type: kind.media_type().to_owned(),
-                data: base64::engine::general_purpose::STANDARD.encode(&data),
-            },
+            Content::text(text),
+            Content::image(
+                kind.media_type(),
+                base64::engine::general_purpose::STANDARD.encode(&data),
+            ),
         ],
         false,
     ))

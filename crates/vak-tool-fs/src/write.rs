@@ -19,21 +19,26 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    BoxFuture, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
-};
+use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
+use crate::FsSettings;
 use crate::atomic::{self, Previous};
 use crate::hash::content_hash;
 use crate::read::{count_lines, grouped, hash_line, size};
 
-const DESCRIPTION: &str = "Writes a whole file: creates it (and any missing parent folders) or \
-replaces all of its content with `content`. The write is atomic (the file is never left half \
-written) and keeps the file's permissions; a symbolic link is written through. Returns whether \
-the file was created or overwritten, its bytes and lines, the old size, and the new content \
-hash (for `edit`'s `expect_hash`). Refuses folders, read-only files, paths outside the \
-workspace and content over 16 MiB. To change part of an existing file, prefer `edit`; read a \
-file before you overwrite it.";
+/// The description the model reads, with the limit in force.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Writes a whole file: creates it (and any missing parent folders) or replaces all of its \
+         content with `content`. The write is atomic (the file is never left half written) and \
+         keeps the file's permissions; a symbolic link is written through. Returns whether the \
+         file was created or overwritten, its bytes and lines, the old size, and the new content \
+         hash (for `edit`'s `expect_hash`). Refuses folders, read-only files, paths outside the \
+         workspace and content over {limit}. To change part of an existing file, prefer `edit`; \
+         read a file before you overwrite it.",
+        limit = human::size(settings.write_bytes as u64),
+    )
+}
 
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -128,16 +133,15 @@ type BeforeRename = fn(&Path) -> io::Result<()>;
 
 /// The `write` tool.
 pub(crate) struct WriteTool {
-    spec: ToolSpec,
+    settings: FsSettings,
     before_rename: Option<BeforeRename>,
 }
 
 impl WriteTool {
-    /// The tool with its spec.
-    pub(crate) fn new() -> Self {
+    /// The tool with these limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
-            spec: ToolSpec::new::<WriteArgs>("write", DESCRIPTION)
-                .with_capabilities([Capability::WriteFs]),
+            settings: settings.clone(),
             before_rename: None,
         }
     }
@@ -147,35 +151,38 @@ impl WriteTool {
     fn with_before_rename(hook: BeforeRename) -> Self {
         Self {
             before_rename: Some(hook),
-            ..Self::new()
+            ..Self::new(&FsSettings::default())
         }
     }
 }
 
 impl Tool for WriteTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = WriteArgs;
+
+    fn name(&self) -> &str {
+        "write"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: WriteArgs| async move {
-            run(args, ctx, self.before_rename)
-                .await
-                .map(ToolOutput::text)
-        })
+    fn description(&self) -> String {
+        description(&self.settings)
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::WriteFs]
+    }
+
+    async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let text = run(args, ctx, self.settings.write_bytes, self.before_rename).await?;
+        Ok(ToolOutput::text(text))
     }
 }
 
 async fn run(
     args: WriteArgs,
     ctx: &ToolContext,
+    limit: usize,
     before_rename: Option<BeforeRename>,
 ) -> Result<String, WriteError> {
-    let limit = ctx.limits().write_bytes;
     if args.content.len() > limit {
         return Err(WriteError::TooLarge {
             bytes: args.content.len(),
@@ -390,6 +397,7 @@ fn ending_notes(old_start: &[u8], new: &[u8]) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use vak_tool_core::DynTool as _;
 
     use super::*;
 

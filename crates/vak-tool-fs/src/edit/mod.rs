@@ -43,12 +43,12 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    BoxFuture, CancellationToken, Capability, PathError, Tool, ToolContext, ToolOutput, ToolSpec,
-    parse_and_run,
+    CancellationToken, Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
 use self::engine::{EditFailure, EditSpec, Session};
 use self::text::line_range;
+use crate::FsSettings;
 use crate::atomic::write_atomic_with;
 use crate::hash::content_hash;
 use crate::read::hash_line;
@@ -56,19 +56,26 @@ use crate::sniff::{SNIFF_BYTES, binary_kind, looks_binary};
 
 const BOM: &str = "\u{FEFF}";
 
-const DESCRIPTION: &str = "Edits a text file by replacing exact text. Give `edits`, a list of \
-{old_text, new_text} pairs applied in order, each to the result of the ones before; if any edit \
-fails, nothing is written and the error names it (edits[2]) and says why. Each old_text must \
-match exactly one place (set replace_all to change every match); copy it from `read` output \
-without the line-number prefix, with a few lines of context when the text repeats. When the \
-exact text is not found, edit also tries, in order: line endings normalised, trailing whitespace \
-ignored, curly quotes/dashes/special spaces folded; a level counts only if it finds exactly one \
-place. new_text is inserted literally, with the file's line endings; the BOM, tabs, the final \
-newline and every byte outside the replaced text stay as they are. Give `expect_hash` (the hash \
-`read` printed) to refuse the edit if the file changed since you read it. The result names the \
-matching level of each edit and the changed lines, shows a unified diff, and ends with the new \
-hash. Files over the edit size limit (512 MiB by default), binary files and files that are not \
-UTF-8 are refused. To create a file or rewrite it whole, use `write`.";
+/// The description the model reads, with the limit in force.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Edits a text file by replacing exact text. Give `edits`, a list of {{old_text, \
+         new_text}} pairs applied in order, each to the result of the ones before; if any edit \
+         fails, nothing is written and the error names it (edits[2]) and says why. Each old_text \
+         must match exactly one place (set replace_all to change every match); copy it from \
+         `read` output without the line-number prefix, with a few lines of context when the text \
+         repeats. When the exact text is not found, edit also tries, in order: line endings \
+         normalised, trailing whitespace ignored, curly quotes/dashes/special spaces folded; a \
+         level counts only if it finds exactly one place. new_text is inserted literally, with \
+         the file's line endings; the BOM, tabs, the final newline and every byte outside the \
+         replaced text stay as they are. Give `expect_hash` (the hash `read` printed) to refuse \
+         the edit if the file changed since you read it. The result names the matching level of \
+         each edit and the changed lines, shows a unified diff, and ends with the new hash. Files \
+         over {limit} (the edit size limit), binary files and files that are not UTF-8 are \
+         refused. To create a file or rewrite it whole, use `write`.",
+        limit = human::size(settings.edit_file_bytes),
+    )
+}
 
 /// One replacement.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -88,7 +95,7 @@ struct EditArg {
 /// Arguments of `edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditArgs {
+pub(crate) struct EditArgs {
     /// The file to edit: a path relative to the working folder, or absolute. It must exist.
     path: String,
     /// The replacements, applied in order, each to the result of the ones before.
@@ -229,63 +236,62 @@ pub(crate) enum EditError {
 
 /// The `edit` tool.
 pub(crate) struct EditTool {
-    spec: ToolSpec,
+    settings: FsSettings,
 }
 
 impl EditTool {
-    /// The tool with its spec.
-    pub(crate) fn new() -> Self {
+    /// The tool with these limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
-            spec: ToolSpec::new::<EditArgs>("edit", DESCRIPTION)
-                .with_capabilities([Capability::WriteFs]),
+            settings: settings.clone(),
         }
     }
 }
 
 impl Tool for EditTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = EditArgs;
+
+    fn name(&self) -> &str {
+        "edit"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: EditArgs| async move {
-            let path = ctx
-                .resolve_path(&args.path)
-                .map_err(|error| EditError::from(error).to_string())?;
-            let request = Request {
-                given: ctx.cwd().join(&args.path),
-                shown: ctx.display_path(&path),
-                path,
-                edits: args
-                    .edits
-                    .into_iter()
-                    .map(|edit| EditSpec {
-                        old_text: edit.old_text,
-                        new_text: edit.new_text,
-                        replace_all: edit.replace_all,
-                    })
-                    .collect(),
-                expect_hash: args.expect_hash,
-                limit: ctx.limits().edit_file_bytes,
-            };
-            // Dropping this future cancels `token`, and the blocking work checks it before it
-            // writes.
-            let token = ctx.cancel().child_token();
-            let _guard = token.clone().drop_guard();
-            match tokio::task::spawn_blocking(move || run(&request, &token)).await {
-                Ok(result) => result
-                    .map(ToolOutput::text)
-                    .map_err(|error| error.to_string()),
-                Err(error) => Err(format!(
-                    "the edit stopped with an internal error ({error}); the file was not written. \
-                     This is a bug in vak-tools, not in your call."
-                )),
-            }
-        })
+    fn description(&self) -> String {
+        description(&self.settings)
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::WriteFs]
+    }
+
+    async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = ctx.resolve_path(&args.path).map_err(EditError::from)?;
+        let request = Request {
+            given: ctx.cwd().join(&args.path),
+            shown: ctx.display_path(&path),
+            path,
+            edits: args
+                .edits
+                .into_iter()
+                .map(|edit| EditSpec {
+                    old_text: edit.old_text,
+                    new_text: edit.new_text,
+                    replace_all: edit.replace_all,
+                })
+                .collect(),
+            expect_hash: args.expect_hash,
+            limit: self.settings.edit_file_bytes,
+        };
+        // Dropping this future cancels `token`, and the blocking work checks it before it
+        // writes.
+        let token = ctx.cancel().child_token();
+        let _guard = token.clone().drop_guard();
+        match tokio::task::spawn_blocking(move || run(&request, &token)).await {
+            Ok(result) => Ok(result.map(ToolOutput::text)?),
+            Err(error) => Err(ToolError::new(format!(
+                "the edit stopped with an internal error ({error}); the file was not written. \
+                 This is a bug in vak-tools, not in your call."
+            ))),
+        }
     }
 }
 

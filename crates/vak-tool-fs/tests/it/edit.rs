@@ -25,7 +25,7 @@ use vak_tool_core::{Registry, ToolContext, ToolOutput};
 
 fn registry() -> Registry {
     let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry);
+    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
     registry
 }
 

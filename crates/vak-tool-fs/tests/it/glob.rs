@@ -5,7 +5,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use vak_tool_core::{OutputLimits, Registry, ToolContext, ToolOutput};
+use vak_tool_core::{Registry, ToolContext, ToolOutput};
+use vak_tool_fs::FsSettings;
 
 /// A fixed modification time, so that ties are broken by path and outputs are exact.
 const FIXED: Duration = Duration::from_secs(1_600_000_000);
@@ -33,10 +34,20 @@ pub(crate) fn set_mtime(path: &Path, since_epoch: Duration) {
         .unwrap();
 }
 
-pub(crate) async fn call_in(ctx: &ToolContext, tool: &str, args: Value) -> ToolOutput {
+/// Calls a tool registered with `settings`.
+pub(crate) async fn call_with(
+    ctx: &ToolContext,
+    settings: &FsSettings,
+    tool: &str,
+    args: Value,
+) -> ToolOutput {
     let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry);
+    vak_tool_fs::register(&mut registry, settings);
     registry.call(tool, args, ctx).await
+}
+
+pub(crate) async fn call_in(ctx: &ToolContext, tool: &str, args: Value) -> ToolOutput {
+    call_with(ctx, &FsSettings::default(), tool, args).await
 }
 
 pub(crate) async fn call(dir: &Path, tool: &str, args: Value) -> ToolOutput {
@@ -290,10 +301,10 @@ async fn results_are_capped_with_a_count() {
     let files: Vec<(String, &[u8])> = (0..7).map(|i| (format!("f{i}.txt"), &b""[..])).collect();
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
     let dir = workspace(&files);
-    let mut limits = OutputLimits::default();
-    limits.glob_results = 3;
-    let ctx = ToolContext::new(dir.path()).unwrap().with_limits(limits);
-    let out = call_in(&ctx, "glob", json!({"pattern": "*.txt"})).await;
+    let mut settings = FsSettings::default();
+    settings.glob_results = 3;
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let out = call_with(&ctx, &settings, "glob", json!({"pattern": "*.txt"})).await;
     check(
         "cap",
         &out,

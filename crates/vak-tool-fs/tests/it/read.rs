@@ -6,13 +6,16 @@ use std::fs;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use vak_tool_core::{Content, OutputLimits, PathPolicy, Registry, ToolContext, ToolOutput};
+use vak_tool_core::{Content, PathPolicy, Registry, ToolContext, ToolOutput};
+use vak_tool_fs::FsSettings;
 
-/// A workspace (with the outside folder a link may point to) and a context on it.
+/// A workspace (with the outside folder a link may point to), a context on it, and the
+/// settings the tools are registered with.
 pub(crate) struct Workspace {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) outside: tempfile::TempDir,
     pub(crate) ctx: ToolContext,
+    pub(crate) settings: FsSettings,
 }
 
 impl Workspace {
@@ -20,7 +23,12 @@ impl Workspace {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let ctx = ToolContext::new(dir.path()).unwrap();
-        Self { dir, outside, ctx }
+        Self {
+            dir,
+            outside,
+            ctx,
+            settings: FsSettings::default(),
+        }
     }
 
     pub(crate) fn path(&self, relative: &str) -> std::path::PathBuf {
@@ -29,7 +37,7 @@ impl Workspace {
 
     pub(crate) async fn call(&self, tool: &str, args: Value) -> ToolOutput {
         let mut registry = Registry::new();
-        vak_tool_fs::register(&mut registry);
+        vak_tool_fs::register(&mut registry, &self.settings);
         registry.call(tool, args, &self.ctx).await
     }
 }
@@ -344,7 +352,7 @@ fn check(name: &str, out: &ToolOutput, expect: &Expect, bytes: &[u8]) {
                 .iter()
                 .filter_map(|block| match block {
                     Content::Image { media_type, data } => Some((media_type, data)),
-                    Content::Text { .. } => None,
+                    _ => None,
                 })
                 .collect();
             assert_eq!(images.len(), 1, "{name}");
@@ -388,7 +396,7 @@ async fn a_single_long_line_is_cut_with_a_way_to_see_the_rest() {
     let first = text.lines().next().unwrap();
     let shown = first.strip_prefix("     1\t").unwrap();
     assert!(long.starts_with(shown));
-    let budget = OutputLimits::default().read_bytes;
+    let budget = FsSettings::default().read_bytes;
     assert!(
         shown.len() <= budget && shown.len() + 16 >= budget,
         "{}",
@@ -433,10 +441,8 @@ fn grouped(n: usize) -> String {
 
 #[tokio::test]
 async fn the_byte_budget_ends_a_page_between_lines() {
-    let mut limits = OutputLimits::default();
-    limits.read_bytes = 100;
     let mut ws = Workspace::new();
-    ws.ctx = ws.ctx.clone().with_limits(limits);
+    ws.settings.read_bytes = 100;
     // Each line renders as 6 + 1 + 20 + 1 = 28 bytes: three fit in 100.
     let content: String = (1..=10).map(|n| format!("{n:0>20}\n")).collect();
     fs::write(ws.path("f.txt"), &content).unwrap();
@@ -479,10 +485,8 @@ async fn a_page_deep_in_a_large_file_is_exact() {
 
 #[tokio::test]
 async fn an_image_over_the_limit_is_refused() {
-    let mut limits = OutputLimits::default();
-    limits.image_bytes = 50;
     let mut ws = Workspace::new();
-    ws.ctx = ws.ctx.clone().with_limits(limits);
+    ws.settings.image_bytes = 50;
     fs::write(ws.path("x.png"), png()).unwrap();
     let out = ws.call("read", json!({"path": "x.png"})).await;
     let text = out.text_content();
@@ -540,8 +544,8 @@ async fn a_cancelled_read_stops() {
 #[test]
 fn the_schema_says_what_the_contract_says() {
     let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry);
-    let spec = registry.get("read").unwrap().spec();
+    vak_tool_fs::register(&mut registry, &FsSettings::default());
+    let spec = registry.spec("read").unwrap();
     let properties = &spec.input_schema["properties"];
     for field in ["path", "offset", "limit"] {
         assert!(properties[field]["description"].is_string(), "{field}");

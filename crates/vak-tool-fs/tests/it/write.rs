@@ -4,10 +4,8 @@
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
-use serde_json::json;
-use vak_tool_core::OutputLimits;
-
 use super::read::{Workspace, hash_line};
+use serde_json::json;
 
 /// What a case expects.
 enum Expect {
@@ -281,10 +279,8 @@ async fn a_symlink_out_of_the_workspace_is_refused() {
 
 #[tokio::test]
 async fn content_over_the_limit_is_refused() {
-    let mut limits = OutputLimits::default();
-    limits.write_bytes = 10;
     let mut ws = Workspace::new();
-    ws.ctx = ws.ctx.clone().with_limits(limits);
+    ws.settings.write_bytes = 10;
     let out = ws
         .call("write", json!({"path": "f.txt", "content": "x".repeat(11)}))
         .await;

@@ -1,0 +1,124 @@
+//! [`FsSettings`]: the limits of the file tools, the `[fs]` section of `.vak/config.toml`.
+
+use serde::{Deserialize, Serialize};
+
+/// `[fs]` of `.vak/config.toml`: how much the file tools gather before they stop.
+///
+/// These bound memory and work inside a tool; how much of a result a model is *shown* is decided
+/// elsewhere (the `vak-window` crate). Every field is optional in the file; a missing one keeps
+/// its default. The tools build their descriptions from these values, so the numbers the model
+/// reads are the ones in force.
+///
+/// ```
+/// let mut settings = vak_tool_fs::FsSettings::default();
+/// settings.read_bytes = 64 * 1024;
+/// let mut registry = vak_tool_core::Registry::new();
+/// vak_tool_fs::register(&mut registry, &settings);
+/// assert!(registry.spec("read").unwrap().description.contains("64.0 KiB"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FsSettings {
+    /// `read`: the most text one page returns, in bytes, line numbers included (default
+    /// 262144, 256 KiB).
+    pub read_bytes: usize,
+    /// `read`: the largest image returned as an image block, in bytes (default 5242880, 5 MiB).
+    pub image_bytes: u64,
+    /// `write`: the largest content accepted, in bytes (default 16777216, 16 MiB).
+    pub write_bytes: usize,
+    /// `edit`: the largest file edited, in bytes (default 536870912, 512 MiB).
+    pub edit_file_bytes: u64,
+    /// `glob`: the most paths listed (default 1000).
+    pub glob_results: usize,
+    /// `grep`: the longest matching line shown whole, in characters (default 500); a longer one
+    /// is shown as a window of this many characters around its first match.
+    pub grep_line_chars: usize,
+}
+
+impl Default for FsSettings {
+    fn default() -> Self {
+        Self {
+            read_bytes: 256 * 1024,
+            image_bytes: 5 * 1024 * 1024,
+            write_bytes: 16 * 1024 * 1024,
+            edit_file_bytes: 512 * 1024 * 1024,
+            glob_results: 1000,
+            grep_line_chars: 500,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vak_tool_core::Registry;
+
+    use super::*;
+
+    fn descriptions(settings: &FsSettings) -> Vec<(String, String)> {
+        let mut registry = Registry::new();
+        crate::register(&mut registry, settings);
+        registry
+            .specs()
+            .into_iter()
+            .map(|spec| (spec.name.clone(), spec.description.clone()))
+            .collect()
+    }
+
+    fn description(settings: &FsSettings, tool: &str) -> String {
+        descriptions(settings)
+            .into_iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, text)| text)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_defaults_are_in_the_descriptions() {
+        let settings = FsSettings::default();
+        for (tool, want) in [
+            ("read", "a page also stops at 256.0 KiB of text"),
+            ("read", "images (up to 5.0 MiB)"),
+            ("write", "content over 16.0 MiB"),
+            ("edit", "Files over 512.0 MiB"),
+            ("glob", "at most 1,000 paths"),
+            ("grep", "A line longer than 500 characters"),
+        ] {
+            let text = description(&settings, tool);
+            assert!(text.contains(want), "{tool}: {want:?} not in {text}");
+        }
+    }
+
+    #[test]
+    fn a_changed_limit_shows_in_the_description() {
+        let settings = FsSettings {
+            read_bytes: 10 * 1024,
+            image_bytes: 3 * 1024 * 1024,
+            write_bytes: 2048,
+            edit_file_bytes: 64 * 1024 * 1024,
+            glob_results: 25_000,
+            grep_line_chars: 120,
+        };
+        for (tool, want, stale) in [
+            ("read", "a page also stops at 10.0 KiB of text", "256.0 KiB"),
+            ("read", "images (up to 3.0 MiB)", "5.0 MiB"),
+            ("write", "content over 2.0 KiB", "16.0 MiB"),
+            ("edit", "Files over 64.0 MiB", "512"),
+            ("glob", "at most 25,000 paths", "1,000"),
+            ("grep", "A line longer than 120 characters", "500"),
+        ] {
+            let text = description(&settings, tool);
+            assert!(text.contains(want), "{tool}: {want:?} not in {text}");
+            assert!(!text.contains(stale), "{tool}: stale {stale:?} in {text}");
+        }
+    }
+
+    #[test]
+    fn the_section_parses_with_defaults_and_refuses_unknown_keys() {
+        let settings: FsSettings = serde_json::from_str(r#"{"glob_results": 5}"#).unwrap();
+        assert_eq!(settings.glob_results, 5);
+        assert_eq!(settings.read_bytes, FsSettings::default().read_bytes);
+        let error = serde_json::from_str::<FsSettings>(r#"{"read_byts": 5}"#).unwrap_err();
+        assert!(error.to_string().contains("read_byts"), "{error}");
+    }
+}
