@@ -33,7 +33,7 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
     let mut registry = Registry::new();
-    vak_tool_bash::register(&mut registry);
+    vak_tool_bash::register(&mut registry, &vak_tool_bash::BashSettings::default());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -54,9 +54,9 @@ pub(crate) enum BashError {
     },
     /// The configured shell does not exist.
     #[error(
-        "the shell {} cannot be found ({source}). The shell is set by whoever runs the agent, \
-         not by the call: this tool cannot run commands until it names an existing shell \
-         such as /bin/bash",
+        "the shell {} cannot be found ({source}). The shell is set by whoever runs the agent \
+         (`[bash] shell` in .vak/config.toml), not by the call: this tool cannot run commands \
+         until it names an existing shell such as /bin/bash",
         shell.display()
     )]
     ShellMissing {
@@ -67,8 +67,8 @@ pub(crate) enum BashError {
     },
     /// The configured shell is not an executable file.
     #[error(
-        "the shell {} is not an executable file. The shell is set by whoever runs the agent: \
-         it must name an executable such as /bin/bash",
+        "the shell {} is not an executable file. The shell is set by whoever runs the agent \
+         (`[bash] shell` in .vak/config.toml): it must name an executable such as /bin/bash",
         shell.display()
     )]
     ShellNotExecutable {

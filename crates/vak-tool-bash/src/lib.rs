@@ -7,7 +7,7 @@
 //!
 //! # fn main() {
 //! let mut registry = Registry::new();
-//! vak_tool_bash::register(&mut registry);
+//! vak_tool_bash::register(&mut registry, &vak_tool_bash::BashSettings::default());
 //! let workspace = tempfile::tempdir().unwrap();
 //! let ctx = ToolContext::new(workspace.path()).unwrap();
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -21,7 +21,7 @@
 //!
 //! # Design
 //!
-//! **Spawn.** `SHELL -c COMMAND` (the shell is [`ToolContext::shell`], `/bin/bash` by default)
+//! **Spawn.** `SHELL -c COMMAND` (the shell is [`BashSettings::shell`], `/bin/bash` by default)
 //! with stdin from `/dev/null`, in the context's folder or the `cwd` argument, with the
 //! context's environment plus a non-interactive set (`TERM=dumb`, `NO_COLOR=1`, `PAGER=cat`,
 //! `GIT_PAGER=cat`, `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`,
@@ -45,15 +45,15 @@
 //! `/proc`; one costs about 15 µs per process on the host.
 //!
 //! **Ending.** On timeout or cancellation the tree gets SIGTERM, then SIGKILL after
-//! [`OutputLimits::bash_kill_grace`](vak_tool_core::OutputLimits); the first line of the result
-//! says which signal ended it. When the shell exits by itself, the pipes are drained (what they
-//! hold, then more while data keeps coming within `bash_drain_idle`, at most `bash_drain_cap`),
-//! and whatever it left running is stopped the same way and listed with pid and command line.
-//! The whole call is bounded by `timeout + bash_kill_grace + bash_drain_cap`. Dropping the
-//! call's future kills the tree with SIGKILL, synchronously, from a guard's `Drop`.
+//! [`BashSettings::kill_grace_ms`]; the first line of the result says which signal ended it.
+//! When the shell exits by itself, the pipes are drained (what they hold, then more while data
+//! keeps coming within `drain_idle_ms`, at most `drain_cap_ms`), and whatever it left running
+//! is stopped the same way and listed with pid and command line. The whole call is bounded by
+//! `timeout + kill_grace_ms + drain_cap_ms`. Dropping the call's future kills the tree with
+//! SIGKILL, synchronously, from a guard's `Drop`.
 //!
 //! **Output.** stdout and stderr are captured apart, each keeping its first and last
-//! `bash_stream_bytes / 2` bytes and counting the bytes and lines left out between them. The
+//! `stream_bytes / 2` bytes and counting the bytes and lines left out between them. The
 //! bytes are decoded once at the end (so a character split across reads stays whole), invalid
 //! UTF-8 becomes U+FFFD, ANSI escape sequences are removed, carriage-return redraws keep their
 //! last frame and other control characters are shown escaped (`\0`, `\x07`). The first line is
@@ -65,49 +65,35 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod capture;
+mod clean;
 mod error;
 mod procs;
 mod run;
+mod settings;
 mod spawn;
-mod text;
 mod tree;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    BoxFuture, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
-};
+use vak_tool_core::{Capability, Registry, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use crate::error::BashError;
 use crate::run::{Request, run};
+pub use crate::settings::BashSettings;
 
 /// The default `timeout_ms`: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// The largest `timeout_ms`: ten minutes.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
-const DESCRIPTION: &str = "Runs a shell command with `bash -c` in the workspace (or in `cwd`, \
-a folder inside it) and returns its exit code and output, stdout and stderr labelled apart. Use \
-it to build, test, run scripts, git and other command-line programs; prefer the file tools for \
-reading, searching and editing files. Standard input is empty and there is no terminal: a \
-program that waits for a prompt or a pager gets end-of-file or fails at once, so pass \
-non-interactive flags (`-y`, `--no-pager`). The call ends when the shell exits or after \
-`timeout_ms` (default 120000, at most 600000); a timed-out command and everything it started \
-get SIGTERM and, after a 2 s grace, SIGKILL. Processes still running in the background when \
-the shell exits (`cmd &`, daemons) are stopped too and listed: nothing outlives the call, so do \
-not start a server you expect to keep. Each stream keeps its first and last 512 KiB and says \
-how many bytes and lines were left out in the middle; ANSI colours are removed, progress-bar \
-redraws show their last frame, control characters are escaped. The first line is `exit code: \
-N` (or how the command was stopped); any non-zero code marks an error, though exit code 1 from \
-grep or diff only means no match or a difference. Temporary files belong in $TMPDIR.";
-
-/// Arguments of `bash`.
+/// Arguments of `bash`, parsed from the model's JSON (the input schema is generated from this
+/// type). Its fields are private: the tool is called through a [`Registry`].
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct BashArgs {
+pub struct BashArgs {
     /// The command line to run with `bash -c`: pipes, `&&`, redirections and loops all work.
     command: String,
     /// Milliseconds before the command and everything it started are stopped (default 120000,
@@ -120,42 +106,67 @@ struct BashArgs {
 }
 
 /// The `bash` tool.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Bash {
-    spec: ToolSpec,
+    settings: BashSettings,
 }
 
 impl Bash {
-    /// The tool, with its spec.
-    pub fn new() -> Self {
-        Self {
-            spec: ToolSpec::new::<BashArgs>("bash", DESCRIPTION)
-                .with_capabilities([Capability::Execute]),
-        }
-    }
-}
-
-impl Default for Bash {
-    fn default() -> Self {
-        Self::new()
+    /// The tool, running commands with `settings`.
+    pub fn new(settings: BashSettings) -> Self {
+        Self { settings }
     }
 }
 
 impl Tool for Bash {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "bash"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: BashArgs| async move {
-            let request = request(args, ctx)?;
-            Ok::<_, BashError>(run(request, ctx).await)
-        })
+    fn description(&self) -> String {
+        let settings = &self.settings;
+        let shell = shell_name(&settings.shell);
+        let grace = human::duration(settings.kill_grace());
+        let kept = human::size(u64::try_from(settings.stream_bytes / 2).unwrap_or(u64::MAX));
+        format!(
+            "Runs a shell command with `{shell} -c` in the workspace (or in `cwd`, a folder \
+             inside it) and returns its exit code and output, stdout and stderr labelled apart. \
+             Use it to build, test, run scripts, git and other command-line programs; prefer the \
+             file tools for reading, searching and editing files. Standard input is empty and \
+             there is no terminal: a program that waits for a prompt or a pager gets end-of-file \
+             or fails at once, so pass non-interactive flags (`-y`, `--no-pager`). The call ends \
+             when the shell exits or after `timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most \
+             {MAX_TIMEOUT_MS}); a timed-out command and everything it started get SIGTERM and, \
+             after a {grace} grace, SIGKILL. Processes still running in the background when the \
+             shell exits (`cmd &`, daemons) are stopped too and listed: nothing outlives the \
+             call, so do not start a server you expect to keep. Each stream keeps its first and \
+             last {kept} and says how many bytes and lines were left out in the middle; ANSI \
+             colours are removed, progress-bar redraws show their last frame, control characters \
+             are escaped. The first line is `exit code: N` (or how the command was stopped); any \
+             non-zero code marks an error, though exit code 1 from grep or diff only means no \
+             match or a difference. Temporary files belong in $TMPDIR."
+        )
     }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Execute]
+    }
+
+    async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let request = request(args, ctx)?;
+        Ok(run(request, &self.settings, ctx).await)
+    }
+}
+
+/// The shell's file name (`bash` for `/bin/bash`), as the description names it.
+fn shell_name(shell: &Path) -> String {
+    shell
+        .file_name()
+        .unwrap_or(shell.as_os_str())
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Checks the arguments and resolves the folder.
@@ -194,18 +205,20 @@ fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
     })
 }
 
-/// Adds the `bash` tool to a registry.
-pub fn register(registry: &mut Registry) {
-    registry.register(Bash::new());
+/// Adds the `bash` tool, running commands with `settings`, to a registry.
+pub fn register(registry: &mut Registry, settings: &BashSettings) {
+    registry.register(Bash::new(settings.clone()));
 }
 
 #[cfg(test)]
 mod tests {
+    use vak_tool_core::DynTool as _;
+
     use super::*;
 
     #[test]
     fn the_schema_names_the_contract_parameters() {
-        let spec = Bash::new().spec;
+        let spec = Bash::default().spec();
         let properties = spec.input_schema["properties"].as_object().unwrap();
         let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
         names.sort_unstable();
@@ -216,11 +229,35 @@ mod tests {
         );
         assert_eq!(spec.input_schema["additionalProperties"], false);
         assert_eq!(spec.capabilities, [Capability::Execute]);
+        assert_eq!(spec.name, "bash");
+    }
+
+    #[test]
+    fn the_description_follows_the_settings() {
+        let text = Bash::default().description();
+        assert!(text.contains("`bash -c`"), "{text}");
+        assert!(text.contains("after a 2 s grace, SIGKILL"), "{text}");
+        assert!(text.contains("first and last 512.0 KiB"), "{text}");
+        let settings = BashSettings {
+            shell: PathBuf::from("/usr/bin/zsh"),
+            kill_grace_ms: 1500,
+            stream_bytes: 64 * 1024,
+            ..BashSettings::default()
+        };
+        let text = Bash::new(settings).description();
+        assert!(text.contains("`zsh -c`"), "{text}");
+        assert!(text.contains("after a 1.5 s grace, SIGKILL"), "{text}");
+        assert!(text.contains("first and last 32.0 KiB"), "{text}");
+        assert!(
+            !text.contains("2 s grace") && !text.contains("512"),
+            "{text}"
+        );
     }
 
     #[allow(dead_code, reason = "compile-time assertions")]
     fn auto_traits() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<Bash>();
+        send_sync::<BashSettings>();
     }
 }

@@ -1,17 +1,17 @@
 //! One call from spawn to result: run, stop the tree, drain the pipes, render.
 //!
 //! The timeline, every wait bounded so that the call ends within
-//! `timeout + bash_kill_grace + bash_drain_cap`, whatever the command's descendants do:
+//! `timeout + kill_grace + drain_cap` (of [`BashSettings`]), whatever the command's descendants do:
 //!
 //! 1. **Run.** Read both pipes while waiting for the first of: the shell exits, the timeout,
 //!    the cancellation token.
 //! 2. **Shell exited.** Drain: read what the pipes already hold until they are empty, then keep
-//!    reading while new data arrives at least every `bash_drain_idle`, for at most
-//!    `bash_drain_cap`. Then stop whatever the shell left running (below) and list it.
+//!    reading while new data arrives at least every `drain_idle`, for at most
+//!    `drain_cap`. Then stop whatever the shell left running (below) and list it.
 //! 3. **Timed out or cancelled.** Stop the tree, then drain as above.
 //! 4. **Stopping** a tree: SIGTERM to the shell's process group and to every process of the
 //!    call (see `procs`), re-scanning every 20 ms and sending SIGTERM to newcomers, until none
-//!    is left or `bash_kill_grace` has passed; then SIGKILL, re-scanning until none is left.
+//!    is left or `kill_grace` has passed; then SIGKILL, re-scanning until none is left.
 //!    The pipes are read all along, so a process blocked on a full pipe can still die.
 //! 5. **Reap** the shell and render the result.
 
@@ -26,13 +26,14 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt as _;
 use tokio::process::{ChildStderr, ChildStdout};
 use tokio::time::Instant;
-use vak_tool_core::{OutputLimits, ToolContext, ToolOutput};
+use vak_tool_core::{ToolContext, ToolOutput, human};
 
 use crate::capture::{Capture, Kept};
+use crate::clean::clean;
 use crate::error::BashError;
 use crate::procs::{Proc, cmdline, signal_name};
+use crate::settings::BashSettings;
 use crate::spawn::{Launch, new_call_id, spawn};
-use crate::text::clean;
 use crate::tree::{BLANK_RESCANS, BLANK_WAIT, ShellEnd, Tree};
 
 /// How often a stopping tree is scanned again.
@@ -51,8 +52,11 @@ pub(crate) struct Request {
 }
 
 /// Runs a validated call to its result.
-pub(crate) async fn run(request: Request, ctx: &ToolContext) -> ToolOutput {
-    let limits = ctx.limits().clone();
+pub(crate) async fn run(
+    request: Request,
+    settings: &BashSettings,
+    ctx: &ToolContext,
+) -> ToolOutput {
     if ctx.cancel().is_cancelled() {
         return ToolOutput::error("cancelled before the command started; nothing was run");
     }
@@ -62,7 +66,7 @@ pub(crate) async fn run(request: Request, ctx: &ToolContext) -> ToolOutput {
     };
     let call_id = new_call_id();
     let launch = Launch {
-        shell: ctx.shell(),
+        shell: &settings.shell,
         command: &request.command,
         cwd: &request.cwd,
         env: ctx.env(),
@@ -77,11 +81,11 @@ pub(crate) async fn run(request: Request, ctx: &ToolContext) -> ToolOutput {
     let mut streams = Streams::new(
         child.stdout.take(),
         child.stderr.take(),
-        limits.bash_stream_bytes,
+        settings.stream_bytes,
     );
     let mut tree = Tree::new(child, call_id);
     let timeout_at = started + request.timeout;
-    let hard = timeout_at + limits.bash_kill_grace + limits.bash_drain_cap;
+    let hard = timeout_at + settings.kill_grace() + settings.drain_cap();
     let mut seen = Seen::default();
 
     let trigger = {
@@ -99,21 +103,21 @@ pub(crate) async fn run(request: Request, ctx: &ToolContext) -> ToolOutput {
     };
     let (status, stopped) = match trigger {
         Trigger::Exited(end) => {
-            let drain_end = (Instant::now() + limits.bash_drain_cap).min(hard);
-            streams.drain(limits.bash_drain_idle, drain_end).await;
-            let stopped = stop_tree(&tree, &mut streams, &mut seen, &limits, hard).await;
+            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
+            streams.drain(settings.drain_idle(), drain_end).await;
+            let stopped = stop_tree(&tree, &mut streams, &mut seen, settings, hard).await;
             if stopped.is_some() {
                 // Whatever the stopped processes wrote while they ended.
-                let after = drain_end.max(Instant::now() + limits.bash_drain_idle);
-                streams.drain(limits.bash_drain_idle, after.min(hard)).await;
+                let after = drain_end.max(Instant::now() + settings.drain_idle());
+                streams.drain(settings.drain_idle(), after.min(hard)).await;
             }
             (Status::Exited(end), stopped)
         }
         Trigger::TimedOut | Trigger::Cancelled => {
             let elapsed = started.elapsed();
-            let stopped = stop_tree(&tree, &mut streams, &mut seen, &limits, hard).await;
-            let drain_end = (Instant::now() + limits.bash_drain_cap).min(hard);
-            streams.drain(limits.bash_drain_idle, drain_end).await;
+            let stopped = stop_tree(&tree, &mut streams, &mut seen, settings, hard).await;
+            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
+            streams.drain(settings.drain_idle(), drain_end).await;
             let status = match (trigger, tree.end()) {
                 // The shell ended on its own just as the timer fired.
                 (_, Some(end)) if stopped.is_none() => Status::Exited(end),
@@ -131,7 +135,7 @@ pub(crate) async fn run(request: Request, ctx: &ToolContext) -> ToolOutput {
         listed: seen.listed(shell),
         stdout: streams.stdout.kept(),
         stderr: streams.stderr.kept(),
-        grace: limits.bash_kill_grace,
+        grace: settings.kill_grace(),
         timeout: request.timeout,
     })
 }
@@ -228,7 +232,7 @@ async fn stop_tree(
     tree: &Tree,
     streams: &mut Streams,
     seen: &mut Seen,
-    limits: &OutputLimits,
+    settings: &BashSettings,
     hard: Instant,
 ) -> Option<Stopped> {
     let alive = scan_settled(tree, streams).await;
@@ -238,7 +242,7 @@ async fn stop_tree(
     seen.note(&alive);
     tree.signal(&alive, Signal::TERM);
     let mut termed = alive;
-    let grace_end = (Instant::now() + limits.bash_kill_grace).min(hard);
+    let grace_end = (Instant::now() + settings.kill_grace()).min(hard);
     loop {
         let now = Instant::now();
         if now >= grace_end {
@@ -471,7 +475,7 @@ fn render(outcome: &Outcome) -> ToolOutput {
         StopSignal::Term => "stopped by SIGTERM".to_owned(),
         StopSignal::Kill => format!(
             "killed by SIGKILL after SIGTERM grace ({})",
-            human(outcome.grace)
+            human::duration(outcome.grace)
         ),
     };
     let is_error = match outcome.status {
@@ -489,7 +493,7 @@ fn render(outcome: &Outcome) -> ToolOutput {
             } else {
                 "cancelled"
             };
-            let _ = write!(text, "{what} after {}", human(after));
+            let _ = write!(text, "{what} after {}", human::duration(after));
             if let Some(stopped) = &outcome.stopped {
                 let _ = write!(text, "; {}", stop_phrase(stopped));
             }
@@ -507,7 +511,7 @@ fn render(outcome: &Outcome) -> ToolOutput {
                     format!(
                         "stopped with SIGTERM, and with SIGKILL after SIGTERM grace ({}) where \
                          marked",
-                        human(outcome.grace)
+                        human::duration(outcome.grace)
                     )
                 } else {
                     stop_phrase(stopped).replacen("stopped by", "stopped with", 1)
@@ -515,14 +519,18 @@ fn render(outcome: &Outcome) -> ToolOutput {
                 let _ = writeln!(
                     text,
                     "{} still running and {} {how}:",
-                    plural(count, "background process was", "background processes were"),
+                    human::count(
+                        count as u64,
+                        "background process was",
+                        "background processes were"
+                    ),
                     if count == 1 { "was" } else { "were" },
                 );
             } else {
                 let _ = writeln!(
                     text,
                     "{} of the command {} stopped:",
-                    plural(count, "process", "processes"),
+                    human::count(count as u64, "process", "processes"),
                     if count == 1 { "was" } else { "were" },
                 );
             }
@@ -547,7 +555,7 @@ fn render(outcome: &Outcome) -> ToolOutput {
             let _ = writeln!(
                 text,
                 "{} could not be stopped even by SIGKILL (stuck in the kernel?): pid {}",
-                plural(pids.len(), "process", "processes"),
+                human::count(pids.len() as u64, "process", "processes"),
                 pids.join(", ")
             );
         }
@@ -593,12 +601,12 @@ fn section(label: &str, kept: &Kept) -> Option<String> {
     let left_out = format!(
         "{} bytes ({})",
         kept.dropped_bytes,
-        plural_count(kept.dropped_lines, "line", "lines")
+        human::count(kept.dropped_lines, "line", "lines")
     );
     let mut out = format!(
         "--- {label}: {} bytes in {}; the middle {left_out} is left out ---\n{head}",
         kept.total_bytes,
-        plural_count(kept.total_lines, "line", "lines"),
+        human::count(kept.total_lines, "line", "lines"),
     );
     if !out.ends_with('\n') {
         out.push('\n');
@@ -607,38 +615,63 @@ fn section(label: &str, kept: &Kept) -> Option<String> {
     Some(out)
 }
 
-fn plural(count: usize, one: &str, many: &str) -> String {
-    plural_count(count as u64, one, many)
-}
-
-fn plural_count(count: u64, one: &str, many: &str) -> String {
-    if count == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{count} {many}")
-    }
-}
-
-/// A duration the way a person says it: `5 s`, `1.5 s`, `250 ms`.
-fn human(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis < 1000 {
-        format!("{millis} ms")
-    } else if millis.is_multiple_of(1000) {
-        format!("{} s", millis / 1000)
-    } else {
-        format!("{:.1} s", duration.as_secs_f64())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::process::Stdio;
+
     use super::*;
 
+    fn empty() -> Kept {
+        Capture::new(16).kept()
+    }
+
     #[test]
-    fn durations_read_naturally() {
-        assert_eq!(human(Duration::from_secs(5)), "5 s");
-        assert_eq!(human(Duration::from_millis(1500)), "1.5 s");
-        assert_eq!(human(Duration::from_millis(250)), "250 ms");
+    fn durations_in_the_first_line_read_naturally() {
+        let outcome = Outcome {
+            status: Status::TimedOut(Duration::from_secs(120)),
+            stopped: Some(Stopped {
+                by: StopSignal::Kill,
+                survivors: Vec::new(),
+            }),
+            listed: Vec::new(),
+            stdout: empty(),
+            stderr: empty(),
+            grace: Duration::from_millis(1500),
+            timeout: Duration::from_secs(120),
+        };
+        let text = render(&outcome).text_content();
+        assert_eq!(
+            text.lines().next(),
+            Some("timed out after 2 min; killed by SIGKILL after SIGTERM grace (1.5 s)"),
+            "{text}"
+        );
+        assert!(text.contains("timeout_ms = 120000."), "{text}");
+    }
+
+    /// The clock is paused: the drain's bounds are measured on Tokio's clock, which jumps to
+    /// the next timer whenever the runtime waits, so the test asserts which bound ended the
+    /// drain, not how fast the machine is.
+    #[tokio::test(start_paused = true)]
+    async fn the_drain_cap_ends_a_drain_whose_pipe_keeps_talking() {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the test needs a writer that never stops by itself"
+        )]
+        let mut child = tokio::process::Command::new("/bin/sh")
+            .args(["-c", "while :; do echo tick; sleep 0.01; done"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut streams = Streams::new(child.stdout.take(), None, 1024);
+        let idle = Duration::from_secs(3600);
+        let cap = Duration::from_secs(2);
+        let started = Instant::now();
+        streams.drain(idle, started + cap).await;
+        let elapsed = Instant::now() - started;
+        assert!(elapsed >= cap && elapsed < idle, "{elapsed:?}");
+        assert!(!streams.closed(), "the pipe stays open");
+        child.kill().await.unwrap();
     }
 }

@@ -1,6 +1,9 @@
 //! How the shell is started: session, folder, environment, shell path, argument checks.
 
+use std::path::PathBuf;
+
 use serde_json::json;
+use vak_tool_bash::BashSettings;
 
 use crate::support::Setup;
 
@@ -88,26 +91,34 @@ async fn a_vanished_working_folder_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_or_unusable_shell_is_a_clear_error() {
-    let setup = Setup::new();
-    let not_executable = setup.dir.path().join("not-a-shell");
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("not-a-shell");
     std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
     let cases = [
-        (
-            setup.ctx.clone().with_shell("/nonexistent/bash"),
-            "cannot be found",
-        ),
-        (
-            setup.ctx.clone().with_shell(&not_executable),
-            "not an executable file",
-        ),
-        (setup.ctx.clone().with_shell("/"), "not an executable file"),
+        (PathBuf::from("/nonexistent/bash"), "cannot be found"),
+        (not_executable, "not an executable file"),
+        (PathBuf::from("/"), "not an executable file"),
     ];
-    for (ctx, says) in cases {
-        let run = setup.call_in(json!({"command": "echo hi"}), &ctx).await;
+    for (shell, says) in cases {
+        let mut settings = BashSettings::default();
+        settings.shell = shell;
+        let setup = Setup::with_settings(settings);
+        let run = setup.command("echo hi").await;
         assert!(run.out.is_error);
         assert!(run.text.contains(says), "{}", run.text);
         assert!(run.text.contains("/bin/bash"), "{}", run.text);
+        assert!(run.text.contains("[bash] shell"), "{}", run.text);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_shell_runs_the_command() {
+    let mut settings = BashSettings::default();
+    settings.shell = PathBuf::from("/bin/sh");
+    let setup = Setup::with_settings(settings);
+    // `$0` of `sh -c` is the shell's own name.
+    let run = setup.command("echo $0").await;
+    assert_eq!(run.text, "exit code: 0\n--- stdout ---\n/bin/sh");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

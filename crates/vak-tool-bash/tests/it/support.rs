@@ -2,17 +2,20 @@
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
-use vak_tool_core::{OutputLimits, Registry, ToolContext, ToolOutput};
+use vak_tool_bash::BashSettings;
+use vak_tool_core::{Registry, ToolContext, ToolOutput};
 
-/// A workspace and a context whose calls carry a unique marker in `VAK_CALL_ID`.
+/// A workspace, the tool's settings and a context whose calls carry a unique marker in
+/// `VAK_CALL_ID`.
 pub(crate) struct Setup {
     pub(crate) dir: TempDir,
     pub(crate) ctx: ToolContext,
     pub(crate) marker: String,
+    pub(crate) settings: BashSettings,
 }
 
 /// The result of one call.
@@ -20,7 +23,6 @@ pub(crate) struct Setup {
 pub(crate) struct Run {
     pub(crate) out: ToolOutput,
     pub(crate) text: String,
-    pub(crate) elapsed: Duration,
 }
 
 impl Run {
@@ -38,29 +40,31 @@ fn marker() -> String {
     )
 }
 
-/// Short limits for tests: the grace and the drain cap are cut so that tests stay quick.
-pub(crate) fn quick_limits() -> OutputLimits {
-    let mut limits = OutputLimits::default();
-    limits.bash_kill_grace = Duration::from_millis(500);
-    limits.bash_drain_cap = Duration::from_secs(1);
-    limits
+/// Quick settings for tests: the grace and the drain cap are cut so that tests stay quick.
+pub(crate) fn quick_settings() -> BashSettings {
+    let mut settings = BashSettings::default();
+    settings.kill_grace_ms = 500;
+    settings.drain_cap_ms = 1000;
+    settings
 }
 
 impl Setup {
     pub(crate) fn new() -> Self {
-        Self::with_limits(OutputLimits::default())
+        Self::with_settings(BashSettings::default())
     }
 
-    pub(crate) fn with_limits(limits: OutputLimits) -> Self {
+    pub(crate) fn with_settings(settings: BashSettings) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let marker = marker();
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         env.push(("VAK_CALL_ID".into(), marker.clone().into()));
-        let ctx = ToolContext::new(dir.path())
-            .unwrap()
-            .with_env(env)
-            .with_limits(limits);
-        Self { dir, ctx, marker }
+        let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
+        Self {
+            dir,
+            ctx,
+            marker,
+            settings,
+        }
     }
 
     /// Calls `bash` with `args` and checks that the call left nothing running.
@@ -85,12 +89,10 @@ impl Setup {
     /// Calls `bash` in another context without the check.
     pub(crate) async fn call_raw(&self, args: Value, ctx: &ToolContext) -> Run {
         let mut registry = Registry::new();
-        vak_tool_bash::register(&mut registry);
-        let started = Instant::now();
+        vak_tool_bash::register(&mut registry, &self.settings);
         let out = registry.call("bash", args, ctx).await;
-        let elapsed = started.elapsed();
         let text = out.text_content();
-        Run { out, text, elapsed }
+        Run { out, text }
     }
 }
 

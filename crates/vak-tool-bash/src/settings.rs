@@ -1,0 +1,77 @@
+//! `[bash]` of `.vak/config.toml`: the shell the tool runs and the limits of one call.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// `[bash]` of `.vak/config.toml`: which shell runs the commands, how much of each stream is
+/// kept, and how long the stages of ending a call may take. Every key is optional; a missing
+/// key keeps its default.
+///
+/// ```
+/// let settings: vak_tool_bash::BashSettings = serde_json::from_str(r#"{"kill_grace_ms": 500}"#).unwrap();
+/// assert_eq!(settings.kill_grace(), std::time::Duration::from_millis(500));
+/// assert_eq!(settings.shell, std::path::Path::new("/bin/bash"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BashSettings {
+    /// The shell started as `SHELL -c COMMAND` (default `/bin/bash`).
+    pub shell: PathBuf,
+    /// Bytes kept of each of stdout and stderr: the first half and the last half, with a count
+    /// of what was left out between them (default 1 MiB).
+    pub stream_bytes: usize,
+    /// Milliseconds between SIGTERM and SIGKILL when a call's processes are stopped (default
+    /// 2000).
+    pub kill_grace_ms: u64,
+    /// After the shell exits, milliseconds the pipes may stay quiet before they stop being
+    /// read, re-armed by new data (default 300: long enough for a background job's last words,
+    /// short enough that `cmd &` does not hold the call).
+    pub drain_idle_ms: u64,
+    /// The most milliseconds the pipes are read after the shell exits (default 2000).
+    pub drain_cap_ms: u64,
+}
+
+impl Default for BashSettings {
+    fn default() -> Self {
+        Self {
+            shell: PathBuf::from("/bin/bash"),
+            stream_bytes: 1024 * 1024,
+            kill_grace_ms: 2000,
+            drain_idle_ms: 300,
+            drain_cap_ms: 2000,
+        }
+    }
+}
+
+impl BashSettings {
+    /// [`BashSettings::kill_grace_ms`] as a duration.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_millis(self.kill_grace_ms)
+    }
+
+    /// [`BashSettings::drain_idle_ms`] as a duration.
+    pub fn drain_idle(&self) -> Duration {
+        Duration::from_millis(self.drain_idle_ms)
+    }
+
+    /// [`BashSettings::drain_cap_ms`] as a duration.
+    pub fn drain_cap(&self) -> Duration {
+        Duration::from_millis(self.drain_cap_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_section_is_the_default_and_unknown_keys_are_refused() {
+        let empty: BashSettings = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, BashSettings::default());
+        let error = serde_json::from_str::<BashSettings>(r#"{"kill_grace": 5}"#).unwrap_err();
+        assert!(error.to_string().contains("unknown field"), "{error}");
+    }
+}
