@@ -28,6 +28,7 @@ use vak_tool_core::{
 };
 
 use crate::FsSettings;
+use crate::edit::seen::Seen;
 use crate::sniff::{self, ImageKind};
 
 pub(crate) use page::count_lines;
@@ -343,13 +344,19 @@ async fn run(
     // Dropping this call (or cancelling it) stops the scan on the blocking pool.
     let cancel = ctx.cancel().child_token();
     let _stop_on_drop = cancel.clone().drop_guard();
-    tokio::task::spawn_blocking(move || read_file(&request, &cancel))
+    let seen = ctx.session().state::<Seen>();
+    tokio::task::spawn_blocking(move || read_file(&request, &cancel, &seen))
         .await
         .map_err(|error| ReadError::Internal(error.to_string()))?
 }
 
-/// The whole read, on a blocking thread.
-fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput, ReadError> {
+/// The whole read, on a blocking thread. What it reads is remembered in `seen`, the session's
+/// memory of contents.
+fn read_file(
+    request: &Request,
+    cancel: &CancellationToken,
+    seen: &Seen,
+) -> Result<ToolOutput, ReadError> {
     let shown = || request.shown.clone();
     let io_error = |source| ReadError::Io {
         path: shown(),
@@ -404,7 +411,7 @@ fn read_file(request: &Request, cancel: &CancellationToken) -> Result<ToolOutput
         return Err(ReadError::Cancelled { path: shown() });
     };
     // So that a stale `expect_hash` from this read can say how much the file changed since.
-    crate::edit::seen::remember_size(
+    seen.remember_size(
         &page.hash,
         usize::try_from(page.bytes).unwrap_or(usize::MAX),
         usize::try_from(page.total_lines).unwrap_or(usize::MAX),

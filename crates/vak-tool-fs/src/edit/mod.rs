@@ -21,9 +21,10 @@
 //! - Lines that `new_text` keeps exactly as `old_text` had them (shared leading and trailing
 //!   lines) keep the file's own bytes, so a looser match rewrites only the lines that change.
 //! - Without `expect_hash` there is no staleness check at all (no false alarms). With it, a
-//!   mismatch is answered with the sizes before and after when this process has seen the
-//!   content of that hash ([`seen`]: every edit's result, and whatever `read` reports through
-//!   `seen::remember_size`), otherwise with the size now and the time since the last change.
+//!   mismatch is answered with the sizes before and after when this session has seen the
+//!   content of that hash ([`seen::Seen`], kept in the call's session: every edit's input and
+//!   result, and whatever `read` reports through `Seen::remember_size`), otherwise with the size
+//!   now and the time since the last change.
 //! - File I/O and matching run on tokio's blocking pool. Cancelling the call, or dropping its
 //!   future, stops it before anything is written.
 
@@ -47,6 +48,7 @@ use vak_tool_core::{
 };
 
 use self::engine::{EditFailure, EditSpec, Session};
+use self::seen::Seen;
 use self::text::line_range;
 use crate::FsSettings;
 use crate::atomic::write_atomic_with;
@@ -285,7 +287,8 @@ impl Tool for EditTool {
         // writes.
         let token = ctx.cancel().child_token();
         let _guard = token.clone().drop_guard();
-        match tokio::task::spawn_blocking(move || run(&request, &token)).await {
+        let seen = ctx.session().state::<Seen>();
+        match tokio::task::spawn_blocking(move || run(&request, &token, &seen)).await {
             Ok(result) => Ok(result.map(ToolOutput::text)?),
             Err(error) => Err(ToolError::new(format!(
                 "the edit stopped with an internal error ({error}); the file was not written. \
@@ -311,8 +314,13 @@ pub(crate) struct Request {
     pub(crate) limit: u64,
 }
 
-/// Reads, edits in memory, writes; returns the result text.
-pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<String, EditError> {
+/// Reads, edits in memory, writes; returns the result text. `seen` is the session's memory of
+/// contents, consulted for a stale `expect_hash` and told about the new content.
+pub(crate) fn run(
+    request: &Request,
+    cancel: &CancellationToken,
+    seen: &Seen,
+) -> Result<String, EditError> {
     let shown = || request.shown.clone();
     if request.edits.is_empty() {
         return Err(EditError::NoEdits);
@@ -325,12 +333,12 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
         if !expected.eq_ignore_ascii_case(&actual) {
             return Err(EditError::Stale {
                 path: shown(),
-                detail: seen::describe_change(expected, &bytes, stamp.modified),
+                detail: seen.describe_change(expected, &bytes, stamp.modified),
                 expected: expected.to_owned(),
                 actual,
             });
         }
-        seen::remember(&actual, &bytes);
+        seen.remember(&actual, &bytes);
     }
     let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
     if start.starts_with(&[0xFF, 0xFE]) || start.starts_with(&[0xFE, 0xFF]) {
@@ -381,7 +389,7 @@ pub(crate) fn run(request: &Request, cancel: &CancellationToken) -> Result<Strin
         return Err(EditError::Cancelled);
     }
     write(request, out.as_bytes(), &stamp)?;
-    seen::remember(&new_hash, out.as_bytes());
+    seen.remember(&new_hash, out.as_bytes());
 
     let new_body = &out[bom.len()..];
     Ok(render(
@@ -588,7 +596,7 @@ mod tests {
         fs::write(&path, "one\n").unwrap();
         let token = CancellationToken::new();
         token.cancel();
-        let error = run(&request(path.clone()), &token).unwrap_err();
+        let error = run(&request(path.clone()), &token, &Seen::default()).unwrap_err();
         assert!(matches!(error, EditError::Cancelled), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "one\n");
     }
@@ -600,7 +608,7 @@ mod tests {
         fs::write(&path, "one\n").unwrap();
         let mut request = request(path);
         request.limit = 3;
-        let error = run(&request, &CancellationToken::new()).unwrap_err();
+        let error = run(&request, &CancellationToken::new(), &Seen::default()).unwrap_err();
         assert!(
             error.to_string().contains("more than edit handles"),
             "{error}"

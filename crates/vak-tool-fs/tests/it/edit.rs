@@ -259,6 +259,63 @@ async fn a_second_edit_with_the_hash_of_the_first_knows_the_sizes() {
     );
 }
 
+/// What one agent has read is its session's knowledge, not the process's: two agents (two
+/// contexts, two sessions) in one process never see each other's reads.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_agents_reads_are_not_known_to_another() {
+    let temp = tempfile::tempdir().unwrap();
+    fs::write(temp.path().join("f.txt"), "a\nb\n").unwrap();
+    let agent_a = ToolContext::new(temp.path())
+        .unwrap()
+        .with_agent_id("a")
+        .unwrap();
+    let agent_b = ToolContext::new(temp.path())
+        .unwrap()
+        .with_agent_id("b")
+        .unwrap();
+    let read = call(&agent_a, "read", json!({"path": "f.txt"})).await;
+    let hash = hash_in(&read.text_content()).unwrap();
+    // Someone else appends two lines.
+    fs::write(temp.path().join("f.txt"), "a\nb\nc\nd\n").unwrap();
+    let stale = json!({"path": "f.txt", "edits": [{"old_text": "a", "new_text": "A"}], "expect_hash": hash});
+    let from_b = call(&agent_b, "edit", stale.clone()).await;
+    let text = from_b.text_content();
+    assert!(from_b.is_error, "{text}");
+    assert!(
+        text.contains("It is now 8 bytes in 4 lines (the size it had then is not known here)"),
+        "{text}"
+    );
+    assert!(!text.contains("It was 4 bytes"), "{text}");
+    let from_a = call(&agent_a, "edit", stale).await;
+    let text = from_a.text_content();
+    assert!(from_a.is_error, "{text}");
+    assert!(
+        text.contains(
+            "It was 4 bytes in 2 lines then and is 8 bytes in 4 lines now (+4 bytes, +2 lines)"
+        ),
+        "{text}"
+    );
+    // A context that joins A's session shares what A has seen.
+    let joined = ToolContext::new(temp.path())
+        .unwrap()
+        .with_session(agent_a.session().clone());
+    let from_joined = call(
+        &joined,
+        "edit",
+        json!({"path": "f.txt", "edits": [{"old_text": "a", "new_text": "A"}], "expect_hash": hash}),
+    )
+    .await;
+    assert!(
+        from_joined.text_content().contains("It was 4 bytes"),
+        "{}",
+        from_joined.text_content()
+    );
+    assert_eq!(
+        fs::read_to_string(temp.path().join("f.txt")).unwrap(),
+        "a\nb\nc\nd\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancelled_call_writes_nothing() {
     let temp = tempfile::tempdir().unwrap();
