@@ -8,7 +8,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use crate::view::{history_in, overview_in};
 use crate::{
     Clock, Closure, Commitment, CommitmentHistory, CommitmentId, CommitmentRead, EventKind,
-    Overview, State, StatusFilter, StoreError, Timestamp, read, schema,
+    Overview, State, StatusFilter, StoreError, Timestamp, queries, schema,
 };
 
 /// The read-write handle on the SQLite store, for the runtime that decides what the agent has
@@ -98,7 +98,7 @@ impl CommitmentLedger {
     /// The commitment `id`, which must exist and not be closed.
     fn changeable(&self, tx: &Connection, id: CommitmentId) -> Result<Commitment, StoreError> {
         let commitment =
-            read::commitment(tx, &self.path, id)?.ok_or(StoreError::UnknownCommitment { id })?;
+            queries::commitment(tx, &self.path, id)?.ok_or(StoreError::UnknownCommitment { id })?;
         if commitment.state.is_closed() {
             return Err(StoreError::AlreadyClosed { id });
         }

@@ -33,7 +33,7 @@
 //!
 //! // ... and the model reads, through the tool.
 //! let mut registry = Registry::new();
-//! vak_tool_commitments::register(&mut registry, None);
+//! vak_tool_commitments::register(&mut registry, &vak_tool_commitments::CommitmentSettings::default());
 //! let ctx = ToolContext::new(workspace.path()).unwrap();
 //! let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
 //! let out = rt.block_on(registry.call("commitments", serde_json::json!({}), &ctx));
@@ -101,17 +101,16 @@
 //!   model, so it is joined to the workspace as given and not confined to it.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
-
 use vak_tool_core::Registry;
 
 mod error;
 mod ledger;
 mod memory;
 mod model;
-mod read;
+mod queries;
 mod render;
 mod schema;
+mod settings;
 mod time;
 mod tool;
 mod view;
@@ -125,12 +124,14 @@ pub use model::{
 };
 pub use render::{render_commitment, render_overview};
 pub use schema::SCHEMA_VERSION;
+pub use settings::CommitmentSettings;
 pub use time::{Clock, Timestamp};
-pub use tool::{CLOSED_LIMIT, CommitmentsTool, DEFAULT_DB};
+pub use tool::{CLOSED_LIMIT, CommitmentsArgs, CommitmentsTool, DEFAULT_DB};
 pub use view::{CommitmentRead, CommitmentView};
 
-/// Adds the `commitments` tool, on the orientation floor, reading the store at `db` (relative
-/// to the workspace; [`DEFAULT_DB`], `.vak/commitments.db`, when `None`).
-pub fn register(registry: &mut Registry, db: Option<PathBuf>) {
-    registry.register(CommitmentsTool::new(db));
+/// Adds the `commitments` tool, on the orientation floor, reading the store that `settings`
+/// name ([`CommitmentSettings::db`]). It registers whatever [`CommitmentSettings::enabled`]
+/// says: whether to offer the tool is the caller's decision.
+pub fn register(registry: &mut Registry, settings: &CommitmentSettings) {
+    registry.register(CommitmentsTool::new(settings.clone()));
 }

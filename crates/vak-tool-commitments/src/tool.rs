@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{BoxFuture, Capability, Tool, ToolContext, ToolOutput, ToolSpec, parse_args};
+use vak_tool_core::{Capability, Tool, ToolContext, ToolError, ToolOutput, human};
+
+use crate::schema::BUSY_TIMEOUT;
 
 use crate::{
-    Clock, CommitmentId, CommitmentRead, CommitmentView, StatusFilter, StoreError,
-    render_commitment, render_overview,
+    Clock, CommitmentId, CommitmentRead, CommitmentSettings, CommitmentView, StatusFilter,
+    StoreError, render_commitment, render_overview,
 };
 
 /// Where the store lives when the configuration does not say: relative to the workspace.
@@ -18,18 +20,6 @@ pub const DEFAULT_DB: &str = ".vak/commitments.db";
 
 /// How many closed commitments `status: "closed"` lists, most recent first.
 pub const CLOSED_LIMIT: usize = 20;
-
-const DESCRIPTION: &str = "Shows the commitments you hold, durable across sessions: what is \
-open, what is blocked (and why) or waiting on a person (whom, since when), what evidence each \
-still needs before it can close, and how the closed ones closed. Check it when you start or \
-resume work and before you promise anything, so that you do not re-open an obligation you \
-already hold. It is read-only: it cannot open, change or close a commitment. The runtime \
-records evidence and decides when a commitment is satisfied; never claim one is met yourself, \
-produce the evidence it names instead. With no arguments it lists every commitment not yet \
-closed (id, title, state, age, each criterion met [x] or not [ ] with the evidence it still \
-needs) and the count of closed ones; `status` narrows the list to `blocked`, `waiting`, \
-`closed` (how each closed, the 20 most recent) or `all`; `id` shows one commitment whole: \
-criteria, evidence and history.";
 
 /// Which commitments to list.
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -63,13 +53,15 @@ enum IdArg {
     Text(String),
 }
 
-/// Arguments of `commitments`.
+/// Arguments of `commitments`, parsed from the model's JSON (the input schema is generated
+/// from this type). Its fields are private: the tool is called through a
+/// [`Registry`](vak_tool_core::Registry).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CommitmentsArgs {
+pub struct CommitmentsArgs {
     /// Which commitments to list: `open` (the default: every commitment not yet closed,
-    /// blocked and waiting ones included), `blocked`, `waiting`, `closed` (most recent first,
-    /// the 20 newest) or `all`. Ignored when `id` is given.
+    /// blocked and waiting ones included), `blocked`, `waiting`, `closed` (the most recent
+    /// first) or `all`. Ignored when `id` is given.
     #[serde(default)]
     status: Option<Status>,
     /// Show this one commitment whole (criteria, evidence, history): its number as listed,
@@ -78,7 +70,7 @@ struct CommitmentsArgs {
     id: Option<IdArg>,
 }
 
-fn parse_id(id: IdArg) -> Result<CommitmentId, ToolOutput> {
+fn parse_id(id: IdArg) -> Result<CommitmentId, ToolError> {
     let number = match &id {
         IdArg::Number(number) => Some(*number),
         IdArg::Text(text) => text.trim().trim_start_matches('#').trim().parse().ok(),
@@ -90,7 +82,7 @@ fn parse_id(id: IdArg) -> Result<CommitmentId, ToolOutput> {
                 IdArg::Number(number) => number.to_string(),
                 IdArg::Text(text) => format!("{text:?}"),
             };
-            Err(ToolOutput::error(format!(
+            Err(ToolError::new(format!(
                 "invalid arguments: field `id`: expected a commitment number such as 12 or \
                  \"#12\", got {given}. Call `commitments` without `id` to see the numbers."
             )))
@@ -118,7 +110,6 @@ enum Source {
 /// [`CommitmentRead`] trait object.
 #[derive(Clone)]
 pub struct CommitmentsTool {
-    spec: ToolSpec,
     source: Source,
     clock: Clock,
     closed_limit: usize,
@@ -138,12 +129,12 @@ impl std::fmt::Debug for CommitmentsTool {
 }
 
 impl CommitmentsTool {
-    /// The tool over the SQLite store at `db`, relative to the workspace of each call
-    /// ([`DEFAULT_DB`] when `None`). The path comes from the configuration, not from the model,
-    /// so an absolute one is used as it is.
-    pub fn new(db: Option<PathBuf>) -> Self {
+    /// The tool over the SQLite store that `settings` name ([`CommitmentSettings::db`],
+    /// relative to the workspace of each call; [`DEFAULT_DB`] when `None`). The path comes from
+    /// the configuration, not from the model, so an absolute one is used as it is.
+    pub fn new(settings: CommitmentSettings) -> Self {
         Self::with_source(Source::Database(
-            db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+            settings.db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
         ))
     }
 
@@ -155,11 +146,7 @@ impl CommitmentsTool {
     }
 
     fn with_source(source: Source) -> Self {
-        let spec = ToolSpec::new::<CommitmentsArgs>("commitments", DESCRIPTION)
-            .with_capabilities([Capability::ReadFs])
-            .with_floor(true);
         Self {
-            spec,
             source,
             clock: Clock::system(),
             closed_limit: CLOSED_LIMIT,
@@ -180,15 +167,11 @@ impl CommitmentsTool {
         self
     }
 
-    async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args = match parse_args::<CommitmentsArgs>(args) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    async fn respond(&self, args: CommitmentsArgs, ctx: &ToolContext) -> ToolOutput {
         let request = match args.id.map(parse_id).transpose() {
             Ok(Some(id)) => Request::One(id),
             Ok(None) => Request::List(args.status.unwrap_or_default().into()),
-            Err(error) => return error,
+            Err(error) => return error.into(),
         };
         let (source, shown) = match &self.source {
             Source::Reader(reader) => (
@@ -212,6 +195,9 @@ impl CommitmentsTool {
             }
         });
         tokio::select! {
+            // Cancellation first: a cancelled call says so, even when the read ends at the same
+            // moment.
+            biased;
             () = ctx.cancel().cancelled() => ToolOutput::error(
                 "the call was cancelled before the commitments were read; call it again if you \
                  still need them",
@@ -305,8 +291,9 @@ impl Failure {
                  opens the store for writing. {LEFT_AS_IS}"
             ),
             StoreError::Busy { .. } => format!(
-                "the commitments store at {shown} stayed locked by a writer for more than a few \
-                 seconds. Try again in a moment."
+                "the commitments store at {shown} stayed locked by a writer for more than {}. \
+                 Try again in a moment.",
+                human::duration(BUSY_TIMEOUT)
             ),
             other => format!(
                 "the commitments could not be read: {}. {LEFT_AS_IS}",
@@ -332,15 +319,69 @@ fn strip_path(error: &StoreError, shown: &str) -> String {
 }
 
 impl Tool for CommitmentsTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = CommitmentsArgs;
+
+    fn name(&self) -> &str {
+        "commitments"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(self.run(args, ctx))
+    fn description(&self) -> String {
+        format!(
+            "Shows the commitments you hold, durable across sessions: what is open, what is \
+             blocked (and why) or waiting on a person (whom, since when), what evidence each \
+             still needs before it can close, and how the closed ones closed. Check it when you \
+             start or resume work and before you promise anything, so that you do not re-open \
+             an obligation you already hold. It is read-only: it cannot open, change or close a \
+             commitment. The runtime records evidence and decides when a commitment is \
+             satisfied; never claim one is met yourself, produce the evidence it names instead. \
+             With no arguments it lists every commitment not yet closed (id, title, state, age, \
+             each criterion met [x] or not [ ] with the evidence it still needs) and the count \
+             of closed ones; `status` narrows the list to `blocked`, `waiting`, `closed` (how \
+             each closed, the {} most recent) or `all`; `id` shows one commitment whole: \
+             criteria, evidence and history.",
+            self.closed_limit
+        )
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    fn floor(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, args: CommitmentsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(self.respond(args, ctx).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_follows_the_closed_limit() {
+        let tool = CommitmentsTool::new(CommitmentSettings::default());
+        assert!(
+            tool.description().contains("the 20 most recent"),
+            "{}",
+            tool.description()
+        );
+        let text = tool.with_closed_limit(5).description();
+        assert!(text.contains("the 5 most recent"), "{text}");
+        assert!(!text.contains("20"), "{text}");
+    }
+
+    #[test]
+    fn a_busy_store_says_how_long_the_read_waited() {
+        let busy = Failure::Store(StoreError::Busy {
+            path: PathBuf::from("/w/.vak/commitments.db"),
+        });
+        assert_eq!(
+            busy.message(".vak/commitments.db"),
+            "the commitments store at .vak/commitments.db stayed locked by a writer for more \
+             than 5 s. Try again in a moment."
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::{CommitmentHistory, CommitmentId, Overview, StatusFilter, StoreError, read, schema};
+use crate::{CommitmentHistory, CommitmentId, Overview, StatusFilter, StoreError, queries, schema};
 
 /// Reading commitments, and nothing else: what the `commitments` tool holds.
 ///
@@ -107,7 +107,7 @@ pub(crate) fn overview_in(
     closed_limit: Option<usize>,
 ) -> Result<Overview, StoreError> {
     snapshot(conn, path, |tx| {
-        read::overview(tx, path, filter, closed_limit)
+        queries::overview(tx, path, filter, closed_limit)
     })
 }
 
@@ -118,7 +118,7 @@ pub(crate) fn history_in(
     path: &Path,
     id: CommitmentId,
 ) -> Result<Option<CommitmentHistory>, StoreError> {
-    snapshot(conn, path, |tx| read::history(tx, path, id))
+    snapshot(conn, path, |tx| queries::history(tx, path, id))
 }
 
 /// Runs `read` in one read transaction of `conn`.

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use vak_tool_commitments::{Clock, Closure, CommitmentLedger, CommitmentsTool, Timestamp};
+use vak_tool_commitments::{
+    Clock, Closure, CommitmentLedger, CommitmentSettings, CommitmentsTool, Timestamp,
+};
 use vak_tool_core::{ToolContext, ToolOutput};
 
 /// 2026-11-20 09:00Z: when the fixture's first commitment opens.
@@ -50,7 +52,8 @@ impl Workspace {
 
 /// The tool over the workspace's default store, with the clock stopped at [`NOW`].
 pub(crate) fn tool() -> CommitmentsTool {
-    CommitmentsTool::new(None).with_clock(Clock::fixed(Timestamp::from_unix_seconds(NOW)))
+    CommitmentsTool::new(CommitmentSettings::default())
+        .with_clock(Clock::fixed(Timestamp::from_unix_seconds(NOW)))
 }
 
 pub(crate) fn call(
@@ -58,7 +61,7 @@ pub(crate) fn call(
     ctx: &ToolContext,
     args: serde_json::Value,
 ) -> ToolOutput {
-    use vak_tool_core::Tool;
+    use vak_tool_core::DynTool;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -1,15 +1,20 @@
 //! The tool as a model sees it: every `status` and `id` output as a snapshot, and the errors.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use serde_json::json;
 use vak_tool_commitments::{
-    Clock, CommitmentLedger, CommitmentRead, CommitmentsTool, InMemoryCommitments, SCHEMA_VERSION,
-    StatusFilter, Timestamp,
+    Clock, CommitmentHistory, CommitmentId, CommitmentLedger, CommitmentRead, CommitmentSettings,
+    CommitmentsTool, InMemoryCommitments, Overview, SCHEMA_VERSION, StatusFilter, StoreError,
+    Timestamp,
 };
-use vak_tool_core::{Capability, Registry, Tool};
+use vak_tool_core::{Capability, DynTool, Registry, ToolOutput};
 
-use crate::fixture::{NOW, Workspace, call, err, ok, populate, tool};
+use crate::fixture::{NOW, Workspace, err, ok, populate, tool};
 
 fn populated() -> Workspace {
     let workspace = Workspace::new();
@@ -151,8 +156,10 @@ fn the_configured_path_is_taken_from_the_workspace() {
     let sub = workspace.ctx.workspace().join("sub");
     std::fs::create_dir(&sub).unwrap();
     let ctx = workspace.ctx.clone().with_cwd("sub").unwrap();
-    let tool = CommitmentsTool::new(Some("state/mine.db".into()))
-        .with_clock(Clock::fixed(Timestamp::from_unix_seconds(NOW)));
+    let mut settings = CommitmentSettings::default();
+    settings.db = Some("state/mine.db".into());
+    let tool =
+        CommitmentsTool::new(settings).with_clock(Clock::fixed(Timestamp::from_unix_seconds(NOW)));
     let text = ok(&tool, &ctx, json!({}));
     assert!(text.starts_with("Commitments: 2 open, 1 blocked"), "{text}");
 }
@@ -264,20 +271,101 @@ fn the_spec_is_a_read_only_floor_tool() {
     }
 
     let mut registry = Registry::new();
-    vak_tool_commitments::register(&mut registry, None);
+    vak_tool_commitments::register(&mut registry, &CommitmentSettings::default());
     assert_eq!(registry.slice(&[]).names(), ["commitments"]);
 }
 
-#[test]
-fn a_cancelled_call_returns_promptly() {
-    let workspace = populated();
+/// A reader whose reads block until the test lets them go, and which says when one began.
+struct Gate {
+    inner: InMemoryCommitments,
+    entered: Mutex<Sender<()>>,
+    release: Mutex<Receiver<()>>,
+}
+
+impl Gate {
+    /// The gate, the receiver told when a read begins, and the sender that lets reads go (or
+    /// dropping it).
+    fn new() -> (Self, Receiver<()>, Sender<()>) {
+        let (entered_tx, entered_rx) = channel();
+        let (release_tx, release_rx) = channel();
+        let gate = Self {
+            inner: InMemoryCommitments::new([]),
+            entered: Mutex::new(entered_tx),
+            release: Mutex::new(release_rx),
+        };
+        (gate, entered_rx, release_tx)
+    }
+
+    fn hold(&self) {
+        let _ = self.entered.lock().unwrap().send(());
+        // Returns when the test sends, or drops the sender (also when it fails).
+        let _ = self.release.lock().unwrap().recv();
+    }
+}
+
+impl CommitmentRead for Gate {
+    fn overview(
+        &self,
+        filter: StatusFilter,
+        closed_limit: Option<usize>,
+    ) -> Result<Overview, StoreError> {
+        self.hold();
+        self.inner.overview(filter, closed_limit)
+    }
+
+    fn commitment(&self, id: CommitmentId) -> Result<Option<CommitmentHistory>, StoreError> {
+        self.hold();
+        self.inner.commitment(id)
+    }
+}
+
+/// Polls `future` once: its output if it is ready, `None` if it would wait.
+fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Option<F::Output> {
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+fn assert_cancelled(out: &ToolOutput) {
+    assert!(out.is_error, "{out:?}");
+    assert!(
+        out.text_content()
+            .contains("was cancelled before the commitments were read"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_returns_promptly() {
+    // The read is held by the gate for the whole test: an answer can come only from the
+    // cancellation, and it must come on the first poll after the token is cancelled.
+    let workspace = Workspace::new();
+    let (gate, entered, release) = Gate::new();
+    let tool = CommitmentsTool::with_reader(Arc::new(gate));
+    let ctx = workspace.ctx.child();
+    let mut call = DynTool::call(&tool, json!({}), &ctx);
+    assert!(poll_once(call.as_mut()).is_none(), "the read is held");
+    tokio::task::spawn_blocking(move || entered.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    ctx.cancel().cancel();
+    let out = poll_once(call.as_mut()).expect("a cancelled call answers at once");
+    assert_cancelled(&out);
+    release.send(()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_before_it_starts_answers_on_its_first_poll() {
+    let workspace = Workspace::new();
+    let (gate, _entered, _release) = Gate::new();
+    let tool = CommitmentsTool::with_reader(Arc::new(gate));
     let ctx = workspace.ctx.child();
     ctx.cancel().cancel();
-    let out = call(&tool(), &ctx, json!({}));
-    // Either the read won the race or the cancellation did; neither panics.
-    if out.is_error {
-        assert!(out.text_content().contains("cancelled"), "{out:?}");
-    }
+    let mut call = DynTool::call(&tool, json!({"id": 1}), &ctx);
+    let out = poll_once(call.as_mut()).expect("a cancelled call answers at once");
+    assert_cancelled(&out);
 }
 
 /// Callers hold the tool and its futures across threads.

@@ -1,4 +1,4 @@
-//! The read queries both handles share. Each runs inside the caller's transaction, so a
+//! The SQL queries both handles read with. Each runs inside the caller's transaction, so a
 //! listing is one consistent snapshot even while a ledger writes.
 
 use std::collections::HashMap;
