@@ -1,6 +1,8 @@
 //! Project chores, run as `cargo xtask <task>`:
 //!
-//! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md);
+//! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md), after
+//!   installing what the machine lacks: cargo-nextest, cargo-hack and cargo-deny (`cargo install
+//!   --locked`), and Debian's Chromium for the browse tests (apt-get, when run as root);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
@@ -60,27 +62,107 @@ fn has_cargo_tool(name: &str) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-fn step(title: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    println!("\n==> {title}: cargo {}", args.join(" "));
-    let mut command = Command::new("cargo");
+/// The cargo subcommands `ci` runs, each with the crate that provides it.
+const CARGO_TOOLS: &[(&str, &str)] = &[
+    ("nextest", "cargo-nextest"),
+    ("hack", "cargo-hack"),
+    ("deny", "cargo-deny"),
+];
+
+/// Installs every cargo subcommand of [`CARGO_TOOLS`] that is missing (with a line saying so),
+/// so `cargo xtask ci` passes on a machine that has only Rust.
+fn ensure_cargo_tools() -> Result<(), String> {
+    if !has_cargo_tool("fmt") || !has_cargo_tool("clippy") {
+        println!("xtask: installing rustfmt and clippy (not found)");
+        run("rustup", &["component", "add", "rustfmt", "clippy"], &[])?;
+    }
+    for (subcommand, krate) in CARGO_TOOLS {
+        if !has_cargo_tool(subcommand) {
+            println!("xtask: installing {krate} (not found)");
+            run("cargo", &["install", "--locked", krate], &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// The browser names the browse tool looks for on PATH (vak-tool-browse's discovery order).
+const BROWSERS: &[&str] = &[
+    "chromium",
+    "chromium-browser",
+    "google-chrome-stable",
+    "google-chrome",
+    "microsoft-edge",
+];
+
+/// Makes sure the browse tests find a browser: Debian's Chromium through apt-get when none is
+/// installed and we are root; otherwise a line saying how to install one (the browse tests then
+/// fail and say the same).
+fn ensure_browser() -> Result<(), String> {
+    if std::env::var_os("VAK_BROWSER").is_some() || BROWSERS.iter().any(|name| on_path(name)) {
+        return Ok(());
+    }
+    if !is_root() || !on_path("apt-get") {
+        println!(
+            "xtask: no Chrome-family browser found, so the browse tests will fail: install one \
+             (Debian/Ubuntu: `sudo apt-get install chromium`) or set VAK_BROWSER to its path"
+        );
+        return Ok(());
+    }
+    println!("xtask: installing chromium with apt-get (not found)");
+    let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
+    run("apt-get", &["update", "-qq"], &quiet)?;
+    run("apt-get", &["install", "-y", "-qq", "chromium"], &quiet)
+}
+
+/// Whether `name` is an executable file in a folder of PATH.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(name))
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Whether this process runs as root (effective uid 0, from /proc/self/status on Linux).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|status| effective_uid(&status) == Some(0))
+}
+
+/// The effective uid of a /proc/<pid>/status text (`Uid:` real, effective, saved, fs).
+fn effective_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find(|line| line.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Runs `program` with `args` from the project root; an error unless it succeeds.
+fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    let mut command = Command::new(program);
     command.args(args).current_dir(project_root());
     for (key, value) in env {
         command.env(key, value);
     }
     let status = command
         .status()
-        .map_err(|error| format!("{title}: cannot run cargo: {error}"))?;
+        .map_err(|error| format!("cannot run {program}: {error}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("{title} failed ({status})"))
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
     }
 }
 
-/// The facade's features, each checked alone (plus none and all).
-const FACADE_FEATURES: &[&str] = &["fs", "bash", "net", "browse", "commitment", "full"];
+fn step(title: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    println!("\n==> {title}: cargo {}", args.join(" "));
+    run("cargo", args, env).map_err(|error| format!("{title} failed: {error}"))
+}
 
 fn ci() -> Result<(), String> {
+    ensure_cargo_tools()?;
+    ensure_browser()?;
     step("format", &["fmt", "--all", "--check"], &[])?;
     step(
         "lint",
@@ -95,82 +177,48 @@ fn ci() -> Result<(), String> {
         ],
         &[],
     )?;
-    if has_cargo_tool("nextest") {
-        step(
-            "test",
-            &[
-                "nextest",
-                "run",
-                "--workspace",
-                "--all-features",
-                "--no-fail-fast",
-            ],
-            &[],
-        )?;
-        step(
-            "doctest",
-            &["test", "--workspace", "--all-features", "--doc"],
-            &[],
-        )?;
-    } else {
-        step(
-            "test",
-            &["test", "--workspace", "--all-features", "--no-fail-fast"],
-            &[],
-        )?;
-    }
-    if has_cargo_tool("hack") {
-        step(
-            "features",
-            &[
-                "hack",
-                "check",
-                "-p",
-                "vak-tools",
-                "--each-feature",
-                "--no-dev-deps",
-            ],
-            &[],
-        )?;
-    } else {
-        step(
-            "features (none)",
-            &["check", "-p", "vak-tools", "--no-default-features"],
-            &[],
-        )?;
-        for feature in FACADE_FEATURES {
-            step(
-                &format!("features ({feature})"),
-                &[
-                    "check",
-                    "-p",
-                    "vak-tools",
-                    "--no-default-features",
-                    "--features",
-                    feature,
-                ],
-                &[],
-            )?;
-        }
-    }
+    step(
+        "test",
+        &[
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-features",
+            "--no-fail-fast",
+        ],
+        &[],
+    )?;
+    step(
+        "doctest",
+        &["test", "--workspace", "--all-features", "--doc"],
+        &[],
+    )?;
+    step(
+        "features",
+        &[
+            "hack",
+            "check",
+            "-p",
+            "vak-tools",
+            "--each-feature",
+            "--no-dev-deps",
+        ],
+        &[],
+    )?;
     step(
         "docs",
         &["doc", "--workspace", "--no-deps", "--all-features"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    if has_cargo_tool("deny") {
-        println!(
-            "\nnote: `cargo deny check advisories` needs the advisory database from the \
-             network, so CI checks bans, licenses and sources only."
-        );
-        step(
-            "deny",
-            &["deny", "check", "bans", "licenses", "sources"],
-            &[],
-        )?;
-    } else {
-        return Err("cargo-deny is not installed: `cargo install --locked cargo-deny`".into());
-    }
+    println!(
+        "\nnote: `cargo deny check advisories` needs the advisory database from the network, so \
+         CI checks bans, licenses and sources only."
+    );
+    step(
+        "deny",
+        &["deny", "check", "bans", "licenses", "sources"],
+        &[],
+    )?;
     println!("\n==> tidy");
     tidy::run(&project_root()).map_err(|problems| problems.join("\n"))?;
     println!("\nci: all checks passed");
@@ -185,4 +233,23 @@ fn bench(args: &[String]) -> Result<(), String> {
         return bench_search::bench(&project_root(), name);
     }
     Err(format!("unknown benchmark `{name}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_effective_uid_is_the_second_field_of_uid() {
+        let status = "Name:\txtask\nUid:\t1000\t0\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n";
+        assert_eq!(effective_uid(status), Some(0));
+        assert_eq!(effective_uid("Uid:\t0\t1000\t0\t0\n"), Some(1000));
+        assert_eq!(effective_uid("Name:\txtask\n"), None);
+    }
+
+    #[test]
+    fn on_path_finds_an_executable_and_skips_a_missing_name() {
+        assert!(on_path("sh"));
+        assert!(!on_path("surely-no-such-program-vak"));
+    }
 }

@@ -36,6 +36,18 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
         Ok(crates) => crates,
         Err(error) => return Err(vec![error]),
     };
+    match read_manifest(&root.join("Cargo.toml")) {
+        Ok(workspace) => {
+            let members: Vec<&toml::Table> = crates.iter().map(|krate| &krate.manifest).collect();
+            for dep in unused_workspace_dependencies(&workspace, &members) {
+                problems.push(format!(
+                    "Cargo.toml: `{dep}` in [workspace.dependencies] is used by no member \
+                     (`{dep}.workspace = true`): remove it"
+                ));
+            }
+        }
+        Err(error) => problems.push(error),
+    }
     let mut unsafe_sites = Vec::new();
     for krate in &crates {
         check_manifest(krate, &mut problems);
@@ -71,10 +83,7 @@ fn workspace_crates(root: &Path) -> Result<Vec<Crate>, String> {
     let mut crates = Vec::new();
     for dir in dirs {
         let path = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        let manifest: toml::Table =
-            toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+        let manifest = read_manifest(&path)?;
         let name = manifest
             .get("package")
             .and_then(|package| package.get("name"))
@@ -88,6 +97,52 @@ fn workspace_crates(root: &Path) -> Result<Vec<Crate>, String> {
         });
     }
     Ok(crates)
+}
+
+fn read_manifest(path: &Path) -> Result<toml::Table, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+/// The dependency tables of a manifest: `[dependencies]`, `[dev-dependencies]`,
+/// `[build-dependencies]` and their `[target.'cfg(..)'.*]` forms.
+fn dependency_tables(manifest: &toml::Table) -> Vec<&toml::Table> {
+    const SECTIONS: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let targets = manifest
+        .get("target")
+        .and_then(|target| target.as_table())
+        .into_iter()
+        .flat_map(|targets| targets.values().filter_map(|target| target.as_table()));
+    std::iter::once(manifest)
+        .chain(targets)
+        .flat_map(|table| SECTIONS.iter().filter_map(|section| table.get(*section)))
+        .filter_map(|deps| deps.as_table())
+        .collect()
+}
+
+/// The entries of the root `[workspace.dependencies]` that no member inherits with
+/// `name.workspace = true` (or `name = { workspace = true, .. }`).
+fn unused_workspace_dependencies(workspace: &toml::Table, members: &[&toml::Table]) -> Vec<String> {
+    let declared = workspace
+        .get("workspace")
+        .and_then(|workspace| workspace.get("dependencies"))
+        .and_then(|deps| deps.as_table());
+    let Some(declared) = declared else {
+        return Vec::new();
+    };
+    let inherited: std::collections::BTreeSet<&str> = members
+        .iter()
+        .flat_map(|manifest| dependency_tables(manifest))
+        .flat_map(|deps| deps.iter())
+        .filter(|(_, spec)| spec.get("workspace").and_then(|flag| flag.as_bool()) == Some(true))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    declared
+        .keys()
+        .filter(|name| !inherited.contains(name.as_str()))
+        .cloned()
+        .collect()
 }
 
 fn dependency_names(manifest: &toml::Table, section: &str) -> Vec<String> {
@@ -300,6 +355,37 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(count_unsafe_blocks(text).len(), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn an_unused_workspace_dependency_is_reported() {
+        let workspace: toml::Table = toml::from_str(
+            "[workspace]\nmembers = [\"a\", \"b\"]\n[workspace.dependencies]\n\
+             anyhow = \"1\"\nserde = \"1\"\ntempfile = \"3\"\nlibc = \"0.2\"\n\
+             tokio = \"1\"\nwalkdir = \"2\"\n",
+        )
+        .unwrap();
+        let a: toml::Table = toml::from_str(
+            "[package]\nname = \"a\"\n[dependencies]\nserde.workspace = true\n\
+             walkdir = \"2\"\n[dev-dependencies]\ntempfile = { workspace = true }\n",
+        )
+        .unwrap();
+        let b: toml::Table = toml::from_str(
+            "[package]\nname = \"b\"\n\
+             [target.'cfg(unix)'.dependencies]\nlibc.workspace = true\n\
+             [build-dependencies]\ntokio = { workspace = true, features = [\"rt\"] }\n",
+        )
+        .unwrap();
+        // `walkdir` is used, but with its own version rather than the workspace's.
+        assert_eq!(
+            unused_workspace_dependencies(&workspace, &[&a, &b]),
+            ["anyhow", "walkdir"]
+        );
+        assert_eq!(
+            unused_workspace_dependencies(&b, &[&a]),
+            Vec::<String>::new(),
+            "a manifest without [workspace.dependencies] has nothing unused"
+        );
     }
 
     #[test]
