@@ -6,7 +6,7 @@
 )]
 
 use url::Url;
-use vak_tool_core::NetPolicy;
+use vak_tool_net::NetSettings;
 use vak_tool_net::guard::{Chain, Guard};
 use vak_tool_net::markdown::{html_to_markdown, html_to_text};
 
@@ -30,7 +30,9 @@ fn main() {
 /// All the URLs above through `check_url` (parse, scheme, credentials, port, names, table).
 #[divan::bench(sample_count = 200)]
 fn check_urls(bencher: divan::Bencher<'_, '_>) {
-    let guard = Guard::new(&NetPolicy::with_allow(["10.0.0.0/8"]));
+    let mut settings = NetSettings::default();
+    settings.allow = vec!["10.0.0.0/8".into()];
+    let guard = Guard::new(&settings);
     bencher.bench(|| {
         for url in URLS {
             let _ = divan::black_box(guard.check_url(url, &Chain::new()));

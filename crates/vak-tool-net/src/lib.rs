@@ -6,6 +6,8 @@
 //!   module docs say how a forward proxy should use it.
 //! - [`markdown`]: HTML to Markdown or plain text, with script-like elements dropped and links
 //!   made absolute; also reused by `browse`.
+//! - [`NetSettings`]: the `[net]` section of the configuration: the allow list every guarded
+//!   tool shares, and `webfetch`'s limits.
 //! - [`WebFetch`]: the tool. One GET, redirects followed by hand (at most
 //!   [`MAX_REDIRECTS`], each hop screened again in full), one deadline for the whole chain, the
 //!   body capped on *decoded* bytes, text-like content types only.
@@ -49,24 +51,32 @@
 //! - [`markdown::convert`] (or the synchronous [`markdown::html_to_markdown`] /
 //!   [`markdown::html_to_text`]) for the rendered DOM.
 //!
+//! Both are built from the same [`NetSettings`] as `webfetch` ([`guard::Guard::new`]), so that
+//! `[net] allow` means the same thing to every tool.
+//!
 //! ```
 //! use vak_tool_core::Registry;
+//! use vak_tool_net::NetSettings;
 //!
+//! let mut settings = NetSettings::default();
+//! settings.allow = vec!["10.1.0.0/16".into()];
 //! let mut registry = Registry::new();
-//! vak_tool_net::register(&mut registry);
+//! vak_tool_net::register(&mut registry, &settings);
 //! assert_eq!(registry.names(), ["webfetch"]);
 //! ```
 #![forbid(unsafe_code)]
 
+mod depth_cap;
 mod fetch;
 pub mod guard;
 pub mod markdown;
-mod nesting;
+mod settings;
 
-pub use fetch::{MAX_REDIRECTS, WebFetch};
+pub use fetch::{MAX_REDIRECTS, WebFetch, WebFetchArgs};
+pub use settings::NetSettings;
 use vak_tool_core::Registry;
 
-/// Adds `webfetch` to a registry.
-pub fn register(registry: &mut Registry) {
-    registry.register(WebFetch::new());
+/// Adds `webfetch` to a registry, with the `[net]` settings (its allow list and limits).
+pub fn register(registry: &mut Registry, settings: &NetSettings) {
+    registry.register(WebFetch::new(settings));
 }

@@ -111,7 +111,7 @@ pub enum ConvertError {
 /// ```
 pub fn html_to_markdown(html: &str, base: &Url) -> String {
     let converter = HtmlToMarkdown::builder().scripting_enabled(false).build();
-    let html = crate::nesting::cap_depth(html, crate::nesting::MAX_PARSE_DEPTH);
+    let html = crate::depth_cap::cap_depth(html, crate::depth_cap::MAX_PARSE_DEPTH);
     let Ok(tree) = converter.html_to_tree(&html) else {
         return String::new();
     };
@@ -123,7 +123,7 @@ pub fn html_to_markdown(html: &str, base: &Url) -> String {
 /// elements dropped, whitespace collapsed outside `pre`.
 pub fn html_to_text(html: &str) -> String {
     let converter = HtmlToMarkdown::builder().scripting_enabled(false).build();
-    let html = crate::nesting::cap_depth(html, crate::nesting::MAX_PARSE_DEPTH);
+    let html = crate::depth_cap::cap_depth(html, crate::depth_cap::MAX_PARSE_DEPTH);
     let Ok(tree) = converter.html_to_tree(&html) else {
         return String::new();
     };

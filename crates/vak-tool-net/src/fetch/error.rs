@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use vak_tool_core::human;
+
 use crate::guard::Refusal;
 use crate::markdown::ConvertError;
 
@@ -14,11 +16,11 @@ pub(crate) enum FetchError {
     Guard(Box<Refusal>),
     /// The chain's deadline passed.
     #[error(
-        "the fetch did not finish within {} s (stopped while {stage} {url}{redirect}{received}). \
+        "the fetch did not finish within {} (stopped while {stage} {url}{redirect}{received}). \
          The server is slow or stalled; try again later, or fetch a smaller resource.",
-        limit.as_secs_f64(),
+        human::duration(*limit),
         redirect = if *hop > 0 { format!(", redirect {hop} of the chain") } else { String::new() },
-        received = if *body_bytes > 0 { format!(", after {body_bytes} body bytes") } else { String::new() }
+        received = if *body_bytes > 0 { format!(", after {} of body", human::Size(*body_bytes as u64)) } else { String::new() }
     )]
     Deadline {
         limit: Duration,
@@ -82,9 +84,11 @@ pub(crate) enum FetchError {
     ContentType { url: String, content_type: String },
     /// A declared body larger than the cap.
     #[error(
-        "{url} declares a body of {length} bytes (Content-Length), more than the {cap} byte \
-         limit; nothing was read. Look for a smaller page (a section, a raw file, an API), or \
-         use `bash` with curl to save it in the workspace and read it in parts."
+        "{url} declares a body of {} (Content-Length: {length}), more than the {} limit; \
+         nothing was read. Look for a smaller page (a section, a raw file, an API), or use \
+         `bash` with curl to save it in the workspace and read it in parts.",
+        human::Size(*length),
+        human::Size(*cap as u64)
     )]
     TooLarge {
         url: String,
@@ -97,7 +101,10 @@ pub(crate) enum FetchError {
     )]
     Coding { url: String, coding: String },
     /// Reading or decoding the body failed.
-    #[error("reading the body of {url} failed after {received} bytes: {source}")]
+    #[error(
+        "reading the body of {url} failed after {}: {source}",
+        human::Size(*received as u64)
+    )]
     Body {
         url: String,
         received: usize,

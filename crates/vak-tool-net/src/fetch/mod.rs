@@ -1,9 +1,9 @@
 //! The `webfetch` tool: the request chain, the body, and the result text.
 
 mod body;
+mod charset;
 mod error;
 mod http;
-mod text;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -16,23 +16,24 @@ use url::Url;
 use rustls::pki_types::CertificateDer;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    BoxFuture, Capability, Tool, ToolContext, ToolOutput, ToolSpec, parse_and_run,
-};
+use vak_tool_core::{Capability, Tool, ToolContext, ToolError, ToolOutput, human};
 
+use crate::NetSettings;
 use crate::guard::{Chain, Guard, Resolver, host_spelling};
 use crate::markdown::{self, Flavour};
 use body::{Coding, Cut};
+use charset::Mime;
 use error::FetchError;
-use text::Mime;
 
 /// Redirects followed at most; the hop after the last one is refused.
 pub const MAX_REDIRECTS: usize = 3;
 
-/// Arguments of `webfetch`.
+/// Arguments of `webfetch`, parsed from the model's JSON (the input schema is generated from
+/// this type). Its fields are private: the tool is called through a
+/// [`Registry`](vak_tool_core::Registry).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Args {
+pub struct WebFetchArgs {
     /// The http:// or https:// URL to fetch.
     url: String,
     /// How to return the body: `markdown` (default; HTML converted, links absolute), `text`
@@ -57,25 +58,24 @@ pub(crate) enum Format {
 /// The `webfetch` tool.
 #[derive(Debug, Clone)]
 pub struct WebFetch {
-    spec: ToolSpec,
-    resolver: Option<Arc<dyn Resolver>>,
+    settings: NetSettings,
+    guard: Guard,
     extra_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Default for WebFetch {
     fn default() -> Self {
-        Self::new()
+        Self::new(&NetSettings::default())
     }
 }
 
 impl WebFetch {
-    /// The tool with the system resolver and the `webpki-roots` trust anchors.
-    pub fn new() -> Self {
-        let spec =
-            ToolSpec::new::<Args>("webfetch", DESCRIPTION).with_capabilities([Capability::Network]);
+    /// The tool with these `[net]` settings (the allow list and its limits), the system
+    /// resolver and the `webpki-roots` trust anchors.
+    pub fn new(settings: &NetSettings) -> Self {
         Self {
-            spec,
-            resolver: None,
+            settings: settings.clone(),
+            guard: Guard::new(settings),
             extra_roots: Vec::new(),
         }
     }
@@ -83,7 +83,7 @@ impl WebFetch {
     /// The same tool resolving names through `resolver` (tests script answers with it).
     #[must_use]
     pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
-        self.resolver = Some(resolver);
+        self.guard = self.guard.with_resolver(resolver);
         self
     }
 
@@ -98,30 +98,51 @@ impl WebFetch {
     }
 }
 
-const DESCRIPTION: &str = "Fetches one public web page or text document over http(s) with a GET \
-and returns it as Markdown (default), plain text, or the raw decoded body. Use it to read \
-documentation, articles, API references, JSON or plain-text files on the public internet; it runs \
-no JavaScript (use `browse` for pages that need it). The result starts with the final URL, the \
-HTTP status, the content type and any redirects. Limits: at most 3 redirects, 15 seconds for the \
-whole fetch, 512 KiB of decoded body (longer bodies are cut and the cut is reported), text-like \
-content types only (HTML, text, Markdown, JSON, XML, JavaScript; not images, PDFs or archives). \
-Private, loopback, link-local and cloud metadata addresses are refused, as are credentials in \
-the URL; no cookies or authorization are ever sent. For a local development server use `bash` \
-with curl instead.";
-
 impl Tool for WebFetch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = WebFetchArgs;
+
+    fn name(&self) -> &str {
+        "webfetch"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: Args| async move {
-            self.fetch_page(&args, ctx).await.map(Page::into_output)
-        })
+    /// Built from the settings: the limits and the allow list the model reads are the ones
+    /// that apply.
+    fn description(&self) -> String {
+        let settings = &self.settings;
+        let mut text = format!(
+            "Fetches one public web page or text document over http(s) with a GET and returns \
+             it as Markdown (default), plain text, or the raw decoded body. Use it to read \
+             documentation, articles, API references, JSON or plain-text files on the public \
+             internet; it runs no JavaScript (use `browse` for pages that need it). The result \
+             starts with the final URL, the HTTP status, the content type and any redirects. \
+             Limits: at most {MAX_REDIRECTS} redirects, {deadline} for the whole fetch, {body} of \
+             decoded body (longer bodies are cut and the cut is reported), text-like content \
+             types only (HTML, text, Markdown, JSON, XML, JavaScript; not images, PDFs or \
+             archives). Private, loopback, link-local and cloud metadata addresses are refused",
+            deadline = human::duration(settings.deadline()),
+            body = human::size(settings.body_bytes as u64),
+        );
+        if !settings.allow.is_empty() {
+            let _ = write!(
+                text,
+                " (except what the configuration allows: {}, and only when the fetch starts \
+                 there; a public page cannot redirect into them)",
+                settings.allow.join(", ")
+            );
+        }
+        text.push_str(
+            ", as are credentials in the URL; no cookies or authorization are ever sent. For a \
+             local development server use `bash` with curl instead.",
+        );
+        text
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Network]
+    }
+
+    async fn run(&self, args: WebFetchArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(self.fetch_page(&args, ctx).await?.into_output())
     }
 }
 
@@ -167,13 +188,14 @@ impl Page {
         }
         if let Some((kept, cut)) = self.cut {
             let more = match cut {
-                Cut::Exactly(more) => format!("the remaining {more} bytes were not read"),
-                Cut::AtLeast(more) => format!("at least {more} more bytes were not read"),
+                Cut::Exactly(more) => format!("the remaining {} were not read", human::Size(more)),
+                Cut::AtLeast(more) => format!("at least {} more were not read", human::Size(more)),
             };
             let _ = writeln!(
                 out,
-                "Truncated: the body was cut at {kept} decoded bytes; {more}. Use `bash` with \
-                 curl to save the whole document in the workspace if you need the rest."
+                "Truncated: the body was cut at {} (decoded); {more}. Use `bash` with curl to \
+                 save the whole document in the workspace if you need the rest.",
+                human::Size(kept as u64)
             );
         }
         if let Some(note) = &self.note {
@@ -193,16 +215,9 @@ impl Page {
 }
 
 impl WebFetch {
-    fn guard(&self, ctx: &ToolContext) -> Guard {
-        match &self.resolver {
-            Some(resolver) => Guard::with_resolver(ctx.net_policy(), Arc::clone(resolver)),
-            None => Guard::new(ctx.net_policy()),
-        }
-    }
-
-    async fn fetch_page(&self, args: &Args, ctx: &ToolContext) -> Result<Page, FetchError> {
-        let limits = ctx.limits();
-        let deadline = Instant::now() + limits.fetch_deadline;
+    async fn fetch_page(&self, args: &WebFetchArgs, ctx: &ToolContext) -> Result<Page, FetchError> {
+        let limit = self.settings.deadline();
+        let deadline = Instant::now() + limit;
         let mut progress = Progress {
             stage: "starting",
             url: args.url.clone(),
@@ -212,14 +227,14 @@ impl WebFetch {
             () = ctx.cancel().cancelled() => return Err(FetchError::Cancelled),
             outcome = tokio::time::timeout_at(
                 deadline,
-                self.fetch(args, ctx, deadline, &mut progress),
+                self.fetch(args, deadline, &mut progress),
             ) => outcome,
         };
         let (page, html) = match outcome {
             Ok(result) => result?,
             Err(_) => {
                 return Err(FetchError::Deadline {
-                    limit: limits.fetch_deadline,
+                    limit,
                     stage: progress.stage,
                     url: progress.url,
                     hop: progress.hop,
@@ -244,17 +259,16 @@ impl WebFetch {
     /// The chain up to the decoded body; says whether the body still needs converting.
     async fn fetch(
         &self,
-        args: &Args,
-        ctx: &ToolContext,
+        args: &WebFetchArgs,
         deadline: Instant,
         progress: &mut Progress,
     ) -> Result<(Page, Option<Flavour>), FetchError> {
-        let guard = self.guard(ctx);
+        let guard = &self.guard;
         let tls = http::tls_config(&self.extra_roots).map_err(|reason| FetchError::Request {
             url: args.url.clone(),
             reason: format!("TLS setup failed: {reason}"),
         })?;
-        let cap = ctx.limits().fetch_body_bytes;
+        let cap = self.settings.body_bytes;
         let mut chain = Chain::new();
         let mut url = guard.check_url(&args.url, &chain)?;
         let mut redirects: Vec<(String, u16)> = Vec::new();
@@ -335,7 +349,7 @@ impl WebFetch {
     )]
     async fn finish(
         &self,
-        args: &Args,
+        args: &WebFetchArgs,
         url: Url,
         status: StatusCode,
         response: hyper::Response<hyper::body::Incoming>,
@@ -401,7 +415,7 @@ impl WebFetch {
                         content_type: "no Content-Type, and the body looks binary".into(),
                     });
                 }
-                if text::looks_like_html(&bytes) {
+                if charset::looks_like_html(&bytes) {
                     note = Some("the server sent no Content-Type; the body looks like HTML".into());
                     Mime::parse("text/html")
                 } else {
@@ -411,8 +425,8 @@ impl WebFetch {
                 }
             }
         };
-        let (decoded, encoding, source) = text::decode(&bytes, &mime, cut.is_some());
-        let encoding = (encoding != encoding_rs::UTF_8 || source != text::Source::Default)
+        let (decoded, encoding, source) = charset::decode(&bytes, &mime, cut.is_some());
+        let encoding = (encoding != encoding_rs::UTF_8 || source != charset::Source::Default)
             .then(|| format!("{} (from the {})", encoding.name(), source.describe()));
         let flavour = match args.format {
             Format::Raw => None,
@@ -437,4 +451,32 @@ impl WebFetch {
 /// A NUL byte in the first 8 KiB: not text.
 fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_follows_the_settings() {
+        let default = WebFetch::default().description();
+        assert!(default.contains("15 s for the whole fetch"), "{default}");
+        assert!(default.contains("512.0 KiB of decoded body"), "{default}");
+        assert!(default.contains("at most 3 redirects"), "{default}");
+        assert!(!default.contains("configuration allows"), "{default}");
+
+        let settings = NetSettings {
+            deadline_ms: 2_500,
+            body_bytes: 3 * 1024 * 1024,
+            allow: vec!["10.1.0.0/16".into(), "wiki.corp".into()],
+        };
+        let changed = WebFetch::new(&settings).description();
+        assert!(changed.contains("2.5 s for the whole fetch"), "{changed}");
+        assert!(changed.contains("3.0 MiB of decoded body"), "{changed}");
+        assert!(
+            changed.contains("configuration allows: 10.1.0.0/16, wiki.corp"),
+            "{changed}"
+        );
+        assert!(!changed.contains("15 s") && !changed.contains("512.0 KiB"));
+    }
 }

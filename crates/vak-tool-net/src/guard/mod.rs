@@ -19,10 +19,11 @@
 //!
 //! # `[net] allow` and request chains
 //!
-//! [`NetPolicy::allow`] lists CIDRs, addresses, host names and `*.suffix` names exempted from the
-//! special-range block, for a user's own intranet. Cloud metadata endpoints stay refused unless
-//! an entry names that exact address (a `/32` or `/128`, or the bare address); a wider CIDR or a
-//! host name never exempts them. Entries that cannot be understood exempt nothing.
+//! [`NetSettings::allow`](crate::NetSettings::allow) lists CIDRs, addresses, host names and
+//! `*.suffix` names exempted from the special-range block, for a user's own intranet. Cloud
+//! metadata endpoints stay refused unless an entry names that exact address (a `/32` or `/128`,
+//! or the bare address); a wider CIDR or a host name never exempts them. Entries that cannot be
+//! understood exempt nothing.
 //!
 //! The exemption also depends on where a request stands in its [`Chain`]: an allowed private
 //! address is reachable only when the chain *starts* there. A chain from [`Chain::new`] lets its
@@ -49,12 +50,17 @@
 //!    body is the refusal's `Display` text, and keep the first one for the tool's result.
 //! 4. Run each dial under the tool's deadline: the guard has no timeout of its own.
 //!
+//! Build the guard once, from the `[net]` settings the tool was registered with, and share it
+//! (it is cheap to clone): it parses the allow list once.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), vak_tool_net::guard::Refusal> {
-//! use vak_tool_core::NetPolicy;
+//! use vak_tool_net::NetSettings;
 //! use vak_tool_net::guard::{Chain, Guard};
 //!
-//! let guard = Guard::new(&NetPolicy::with_allow(["10.1.0.0/16"]));
+//! let mut settings = NetSettings::default();
+//! settings.allow = vec!["10.1.0.0/16".into()];
+//! let guard = Guard::new(&settings);
 //! let mut chain = Chain::new();
 //! let url = guard.check_url("https://example.com/docs", &chain)?;
 //! let connection = guard.connect_url(&url, &mut chain).await?;
@@ -72,7 +78,8 @@ use std::sync::Arc;
 
 use tokio::net::{TcpSocket, TcpStream};
 use url::{Host, Url};
-use vak_tool_core::NetPolicy;
+
+use crate::NetSettings;
 
 use policy::AllowList;
 pub use refusal::{Refusal, Rule};
@@ -215,17 +222,20 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard with this network policy and the operating system's resolver.
-    pub fn new(policy: &NetPolicy) -> Self {
-        Self::with_resolver(policy, Arc::new(SystemResolver))
+    /// A guard with the `[net] allow` list of `settings` (parsed here, once) and the operating
+    /// system's resolver. The guard reads nothing else of the settings.
+    pub fn new(settings: &NetSettings) -> Self {
+        Self {
+            allow: Arc::new(AllowList::parse(&settings.allow)),
+            resolver: Arc::new(SystemResolver),
+        }
     }
 
-    /// A guard with this network policy and resolver (tests script answers with their own).
-    pub fn with_resolver(policy: &NetPolicy, resolver: Arc<dyn Resolver>) -> Self {
-        Self {
-            allow: Arc::new(AllowList::parse(&policy.allow)),
-            resolver,
-        }
+    /// The same guard resolving names through `resolver` (tests script answers with their own).
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = resolver;
+        self
     }
 
     /// `[net] allow` entries that were not understood (they exempt nothing), as sentences.
@@ -637,7 +647,10 @@ mod tests {
         assert!(chain.may_use_allow());
         assert!(Chain::intranet().may_use_allow());
         // A chain whose first hop was public cannot reach an allowed address afterwards.
-        let guard = Guard::new(&NetPolicy::with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&NetSettings {
+            allow: vec!["127.0.0.2/32".into()],
+            ..NetSettings::default()
+        });
         let mut chain = Chain::new();
         assert!(guard.check_url("http://127.0.0.2/", &chain).is_ok());
         chain.record("http://public.example/".into(), false);

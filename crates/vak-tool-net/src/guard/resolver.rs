@@ -15,7 +15,8 @@ use vak_tool_core::BoxFuture;
 /// ```
 /// use std::net::IpAddr;
 /// use std::sync::Arc;
-/// use vak_tool_core::{BoxFuture, NetPolicy};
+/// use vak_tool_core::BoxFuture;
+/// use vak_tool_net::NetSettings;
 /// use vak_tool_net::guard::{Guard, Resolver};
 ///
 /// #[derive(Debug)]
@@ -28,7 +29,7 @@ use vak_tool_core::BoxFuture;
 ///     }
 /// }
 ///
-/// let guard = Guard::with_resolver(&NetPolicy::default(), Arc::new(Fixed([10, 0, 0, 1].into())));
+/// let guard = Guard::new(&NetSettings::default()).with_resolver(Arc::new(Fixed([10, 0, 0, 1].into())));
 /// # let _ = guard;
 /// ```
 pub trait Resolver: Send + Sync + fmt::Debug {

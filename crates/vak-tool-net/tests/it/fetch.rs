@@ -1,17 +1,17 @@
 //! `webfetch` end to end against loopback servers on 127.0.0.2.
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
-use vak_tool_core::{Registry, Tool};
+use vak_tool_core::{DynTool, Registry};
 use vak_tool_net::WebFetch;
 
 use crate::support::{
-    Answer, Reply, Scripted, Server, addrs, context, fetch, fetch_with, head_only, html, limits,
-    redirect, response,
+    Answer, End, Reply, Scripted, Server, addrs, context, fetch, fetch_with, head_only, html,
+    limited, redirect, response, settings, tool,
 };
 
 async fn gzip(data: &[u8]) -> Vec<u8> {
@@ -73,7 +73,7 @@ async fn sends_host_and_accept_and_no_credentials() {
     env.push(("HOME".into(), dir.path().into()));
     env.push(("NETRC".into(), netrc.into()));
     let ctx = context(&dir).with_env(env);
-    let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/p?q=1#frag"), "raw").await;
+    let out = fetch_with(&tool(), &ctx, &server.url("/p?q=1#frag"), "raw").await;
     assert!(!out.is_error, "{out:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -109,7 +109,7 @@ async fn formats() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(&dir);
-    let tool = WebFetch::new();
+    let tool = tool();
     let body = |text: String| text.split_once("\n\n").unwrap().1.to_string();
     let markdown = body(
         fetch_with(&tool, &ctx, &server.url("/"), "markdown")
@@ -281,7 +281,7 @@ async fn cross_scheme_redirect_is_screened_again() {
     let target = tls_server.url("/s");
     let server = Server::start(move |_| redirect("302 Found", &target)).await;
     let dir = tempfile::tempdir().unwrap();
-    let tool = WebFetch::new().with_extra_roots(roots);
+    let tool = tool().with_extra_roots(roots);
     let out = fetch_with(&tool, &context(&dir), &server.url("/"), "markdown").await;
     assert!(!out.is_error, "{out:?}");
     assert!(out.text_content().ends_with("secure"));
@@ -336,10 +336,10 @@ async fn rebinding_gets_one_resolution_per_hop() {
     .await;
     // First answer: the allowed test server; every later answer: loopback.
     let resolver = Scripted::new([addrs(&["127.0.0.2"]), addrs(&["127.0.0.1"])]);
-    let tool = WebFetch::new().with_resolver(resolver.clone());
+    let webfetch = tool().with_resolver(resolver.clone());
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://rebind.test:{}/one", server.port());
-    let out = fetch_with(&tool, &context(&dir), &url, "markdown").await;
+    let out = fetch_with(&webfetch, &context(&dir), &url, "markdown").await;
     assert!(out.is_error);
     let text = out.text_content();
     assert!(
@@ -355,9 +355,9 @@ async fn rebinding_gets_one_resolution_per_hop() {
 
     // Within one hop nothing looks the name up a second time.
     let resolver = Scripted::new([addrs(&["127.0.0.2"]), addrs(&["127.0.0.1"])]);
-    let tool = WebFetch::new().with_resolver(resolver.clone());
+    let webfetch = tool().with_resolver(resolver.clone());
     let url = format!("http://rebind.test:{}/two", server.port());
-    let out = fetch_with(&tool, &context(&dir), &url, "markdown").await;
+    let out = fetch_with(&webfetch, &context(&dir), &url, "markdown").await;
     assert!(!out.is_error, "{out:?}");
     assert_eq!(resolver.calls().len(), 1);
     let head = server.requests().last().unwrap().head.to_ascii_lowercase();
@@ -370,50 +370,65 @@ async fn rebinding_gets_one_resolution_per_hop() {
 #[tokio::test]
 async fn mixed_answers_and_nxdomain() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = WebFetch::new().with_resolver(Scripted::new([addrs(&["127.0.0.2", "10.0.0.1"])]));
-    let out = fetch_with(&tool, &context(&dir), "http://mixed.test:8080/", "raw").await;
+    let webfetch = tool().with_resolver(Scripted::new([addrs(&["127.0.0.2", "10.0.0.1"])]));
+    let out = fetch_with(&webfetch, &context(&dir), "http://mixed.test:8080/", "raw").await;
     assert!(out.text_content().contains("address: 10.0.0.1"), "{out:?}");
-    let tool = WebFetch::new().with_resolver(Scripted::new([Answer::NotFound]));
-    let out = fetch_with(&tool, &context(&dir), "http://nx.test/", "raw").await;
+    let webfetch = tool().with_resolver(Scripted::new([Answer::NotFound]));
+    let out = fetch_with(&webfetch, &context(&dir), "http://nx.test/", "raw").await;
     assert!(out.is_error);
     assert!(out.text_content().contains("did not resolve"), "{out:?}");
 }
 
-#[tokio::test]
+/// Paused time: the runtime jumps to the next timer whenever it is idle, so the 300 ms deadline
+/// passes at once; the outer hour is there only to turn a deadline that never fires into a
+/// failure instead of a hang.
+#[tokio::test(start_paused = true)]
 async fn a_hanging_resolver_hits_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
-    let ctx = context(&dir).with_limits(limits(Duration::from_millis(300), 512 * 1024));
-    let tool = WebFetch::new().with_resolver(Scripted::new([Answer::Hang]));
-    let started = Instant::now();
-    let out = fetch_with(&tool, &ctx, "http://hang.test/", "raw").await;
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let resolver = Scripted::new([Answer::Hang]);
+    let tool = WebFetch::new(&limited(Duration::from_millis(300), 512 * 1024))
+        .with_resolver(resolver.clone());
+    let ctx = context(&dir);
+    let call = fetch_with(&tool, &ctx, "http://hang.test/", "raw");
+    let out = tokio::time::timeout(Duration::from_secs(3600), call)
+        .await
+        .expect("the fetch's own deadline never ended the call");
     let text = out.text_content();
     assert!(
-        out.is_error && text.contains("did not finish within 0.3 s"),
+        out.is_error && text.contains("did not finish within 300 ms"),
         "{text}"
     );
     assert!(text.contains("connecting to http://hang.test/"), "{text}");
+    assert_eq!(resolver.calls(), ["hang.test"]);
 }
 
 #[tokio::test]
 async fn a_slow_trickle_is_stopped_by_the_deadline() {
+    // 400 chunks 50 ms apart: 20 s of body, far past the 800 ms deadline. A deadline that does
+    // not cut the read would return the whole body as a success.
     let server = Server::start(|_| Reply::Trickle {
         head: head_only("200 OK", &[("Content-Type", "text/plain")]),
         chunk: b"x".to_vec(),
         every: Duration::from_millis(50),
+        most: 400,
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let ctx = context(&dir).with_limits(limits(Duration::from_millis(800), 512 * 1024));
-    let started = Instant::now();
-    let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
-    assert!(started.elapsed() < Duration::from_secs(8));
+    let tool = WebFetch::new(&limited(Duration::from_millis(800), 512 * 1024));
+    let out = fetch_with(&tool, &context(&dir), &server.url("/"), "raw").await;
     let text = out.text_content();
     assert!(
-        out.is_error && text.contains("reading the body of"),
+        out.is_error && text.contains("did not finish within 800 ms"),
         "{text}"
     );
-    assert!(text.contains("body bytes"), "{text}");
+    assert!(text.contains("reading the body of"), "{text}");
+    assert!(text.contains(" of body)"), "{text}");
+    // The fetch hung up on the server; it did not leave the connection to trickle on.
+    let end = server.connection_end().await;
+    assert!(
+        matches!(end, End::Dropped { chunks } if chunks < 400),
+        "{end:?}"
+    );
 }
 
 #[tokio::test]
@@ -435,7 +450,7 @@ async fn a_gzip_bomb_stops_at_the_cap() {
     assert!(!out.is_error, "{:?}", &out.text_content()[..200]);
     let text = out.text_content();
     assert!(
-        text.contains("Truncated: the body was cut at 524288 decoded bytes; at least"),
+        text.contains("Truncated: the body was cut at 512.0 KiB (decoded); at least"),
         "{}",
         &text[..400]
     );
@@ -464,11 +479,11 @@ async fn gzip_and_brotli_bodies_are_decoded_and_cut_exactly() {
         let out = fetch(&server.url(path)).await;
         assert!(out.text_content().ends_with(&body), "{path}");
         let dir = tempfile::tempdir().unwrap();
-        let ctx = context(&dir).with_limits(limits(Duration::from_secs(15), 1000));
-        let out = fetch_with(&WebFetch::new(), &ctx, &server.url(path), "raw").await;
+        let tool = WebFetch::new(&limited(Duration::from_secs(15), 1000));
+        let out = fetch_with(&tool, &context(&dir), &server.url(path), "raw").await;
         let text = out.text_content();
         assert!(
-            text.contains("cut at 1000 decoded bytes; the remaining 300 bytes were not read"),
+            text.contains("cut at 1000 B (decoded); the remaining 300 B were not read"),
             "{path}: {text}"
         );
     }
@@ -476,6 +491,9 @@ async fn gzip_and_brotli_bodies_are_decoded_and_cut_exactly() {
 
 #[tokio::test]
 async fn an_oversized_content_length_is_refused_before_the_body() {
+    // The server sends the head and then waits, holding the connection until the client hangs
+    // up. Without the Content-Length check the fetch would wait for the body until its
+    // deadline and report that instead.
     let server = Server::start(|_| {
         Reply::Stall(head_only(
             "200 OK",
@@ -487,18 +505,16 @@ async fn an_oversized_content_length_is_refused_before_the_body() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let ctx = context(&dir).with_limits(limits(Duration::from_secs(10), 512 * 1024));
-    let started = Instant::now();
-    let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "refused early, not at the deadline"
-    );
+    let tool = WebFetch::new(&limited(Duration::from_secs(10), 512 * 1024));
+    let out = fetch_with(&tool, &context(&dir), &server.url("/"), "raw").await;
     let text = out.text_content();
     assert!(
-        out.is_error && text.contains("10000000 bytes (Content-Length)"),
+        out.is_error
+            && text.contains("declares a body of 9.5 MiB (Content-Length: 10000000), more than the 512.0 KiB limit"),
         "{text}"
     );
+    assert!(!text.contains("did not finish"), "{text}");
+    assert_eq!(server.connection_end().await, End::Dropped { chunks: 0 });
 }
 
 #[tokio::test]
@@ -605,30 +621,48 @@ async fn charsets_follow_the_whatwg_order() {
 
 #[tokio::test]
 async fn cancellation_stops_the_fetch() {
+    // The server answers with a head and then nothing; the call is cancelled once the request
+    // has arrived. Without cancellation the fetch would end at its 15 s deadline instead.
     let server =
         Server::start(|_| Reply::Stall(head_only("200 OK", &[("Content-Type", "text/plain")])))
             .await;
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(&dir);
     let cancel = ctx.cancel().clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let webfetch = tool();
+    let url = server.url("/");
+    let call = fetch_with(&webfetch, &ctx, &url, "raw");
+    let cancel_on_arrival = async {
+        server.request_arrived().await;
         cancel.cancel();
-    });
-    let out = fetch_with(&WebFetch::new(), &ctx, &server.url("/"), "raw").await;
+        std::future::pending::<()>().await;
+    };
+    let out = tokio::select! {
+        out = call => out,
+        () = cancel_on_arrival => unreachable!(),
+    };
+    let text = out.text_content();
     assert!(
-        out.is_error && out.text_content().contains("cancelled"),
-        "{out:?}"
+        out.is_error && text.contains("the fetch was cancelled"),
+        "{text}"
     );
+    assert_eq!(server.connection_end().await, End::Dropped { chunks: 0 });
 }
 
 #[test]
 fn registered_with_a_closed_schema() {
     let mut registry = Registry::new();
-    vak_tool_net::register(&mut registry);
+    vak_tool_net::register(&mut registry, &settings());
     let tool = registry.get("webfetch").unwrap();
     let spec = tool.spec();
     assert_eq!(spec.capabilities, [vak_tool_core::Capability::Network]);
+    // The settings given at registration are the ones described.
+    assert!(
+        spec.description
+            .contains("configuration allows: 127.0.0.2/32"),
+        "{}",
+        spec.description
+    );
     let schema = &spec.input_schema;
     assert_eq!(schema["additionalProperties"], false);
     assert_eq!(schema["required"], json!(["url"]));

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use vak_tool_core::NetPolicy;
+use vak_tool_net::NetSettings;
 use vak_tool_net::guard::{Chain, Guard, Refusal, Rule};
 
-use crate::support::{Answer, SERVER_IP, Scripted, Server, addrs, html};
+use crate::support::{Answer, SERVER_IP, Scripted, Server, addrs, allowing, html};
 
 /// A short name for a verdict: `ok`, or the rule with the range name / address.
 fn verdict(result: &Result<url::Url, Refusal>) -> String {
@@ -204,7 +204,7 @@ const URL_TABLE: &[(&str, &str)] = &[
 
 #[test]
 fn url_table() {
-    let guard = Guard::new(&NetPolicy::default());
+    let guard = Guard::new(&NetSettings::default());
     let mut failures = Vec::new();
     for (url, expected) in URL_TABLE {
         let got = verdict(&guard.check_url(url, &Chain::new()));
@@ -218,7 +218,7 @@ fn url_table() {
 /// The verdict does not change when the parsed URL is serialised and checked again.
 #[test]
 fn verdicts_survive_reserialisation() {
-    let guard = Guard::new(&NetPolicy::default());
+    let guard = Guard::new(&NetSettings::default());
     for (url, _) in URL_TABLE {
         let first = guard.check_url(url, &Chain::new());
         let serialised = match &first {
@@ -237,7 +237,7 @@ fn verdicts_survive_reserialisation() {
 
 #[test]
 fn refusals_name_rule_address_spelling_and_hint() {
-    let guard = Guard::new(&NetPolicy::default());
+    let guard = Guard::new(&NetSettings::default());
     let refusal = guard
         .check_url("http://0x7f.1:8080/admin", &Chain::new())
         .unwrap_err();
@@ -340,11 +340,11 @@ fn allow_list_semantics() {
         (&["garbage/99"], "http://10.0.0.1/", "10.0.0.0/8 10.0.0.1"),
     ];
     for (allow, url, expected) in cases {
-        let guard = Guard::new(&NetPolicy::with_allow(allow.iter().copied()));
+        let guard = Guard::new(&allowing(allow));
         let got = verdict(&guard.check_url(url, &Chain::new()));
         assert_eq!(got, *expected, "allow {allow:?}, {url}");
     }
-    let guard = Guard::new(&NetPolicy::with_allow(["garbage/99"]));
+    let guard = Guard::new(&allowing(&["garbage/99"]));
     assert_eq!(guard.allow_warnings().len(), 1);
     let text = guard
         .check_url("http://10.0.0.1/", &Chain::new())
@@ -355,7 +355,7 @@ fn allow_list_semantics() {
 
 #[test]
 fn allowed_addresses_only_where_a_chain_may_use_them() {
-    let guard = Guard::new(&NetPolicy::with_allow(["10.0.0.0/8"]));
+    let guard = Guard::new(&allowing(&["10.0.0.0/8"]));
     assert!(
         guard
             .check_url("http://10.1.1.1/", &Chain::intranet())
@@ -380,10 +380,7 @@ async fn vet(
     host: &str,
 ) -> (Result<Vec<String>, String>, Vec<String>) {
     let resolver = Scripted::new(answers);
-    let guard = Guard::with_resolver(
-        &NetPolicy::with_allow(allow.iter().copied()),
-        resolver.clone(),
-    );
+    let guard = Guard::new(&allowing(allow)).with_resolver(resolver.clone());
     let result = guard
         .vet(host, &Chain::new())
         .await
@@ -444,9 +441,10 @@ async fn scripted_resolution() {
     }
 }
 
-#[tokio::test]
+/// Paused time: the 100 ms pass at once, and only the caller's timeout can end the lookup.
+#[tokio::test(start_paused = true)]
 async fn a_hanging_resolver_is_bounded_by_the_callers_deadline() {
-    let guard = Guard::with_resolver(&NetPolicy::default(), Scripted::new([Answer::Hang]));
+    let guard = Guard::new(&NetSettings::default()).with_resolver(Scripted::new([Answer::Hang]));
     let outcome = tokio::time::timeout(
         Duration::from_millis(100),
         guard.vet("slow.test", &Chain::new()),
@@ -459,7 +457,7 @@ async fn a_hanging_resolver_is_bounded_by_the_callers_deadline() {
 #[tokio::test]
 async fn proxy_style_connects() {
     let server = Server::start(|_| html("<p>hi</p>")).await;
-    let guard = Guard::new(&NetPolicy::with_allow([format!("{SERVER_IP}/32")]));
+    let guard = Guard::new(&allowing(&[format!("{SERVER_IP}/32")]));
 
     let mut chain = Chain::intranet();
     let connection = guard
@@ -519,7 +517,7 @@ async fn a_closed_port_is_unreachable_not_a_policy_refusal() {
         let listener = std::net::TcpListener::bind((SERVER_IP, 0)).unwrap();
         listener.local_addr().unwrap().port()
     };
-    let guard = Guard::new(&NetPolicy::with_allow([SERVER_IP]));
+    let guard = Guard::new(&allowing(&[SERVER_IP]));
     let refusal = guard
         .connect(SERVER_IP, port, &mut Chain::new())
         .await
@@ -537,5 +535,5 @@ fn guard_is_clone_send_sync() {
     check::<Guard>();
     check::<Refusal>();
     check::<Chain>();
-    let _ = Arc::new(Guard::new(&NetPolicy::default()));
+    let _ = Arc::new(Guard::new(&NetSettings::default()));
 }

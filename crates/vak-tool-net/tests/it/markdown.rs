@@ -5,7 +5,7 @@ use std::time::Duration;
 use url::Url;
 use vak_tool_net::markdown::{Flavour, convert, html_to_markdown, html_to_text};
 
-use crate::support::{Reply, Server, context, fetch_with, head_only, limits};
+use crate::support::{Reply, Server, context, fetch_with, head_only, limited};
 
 const PAGE: &str = include_str!("../fixtures/page.html");
 
@@ -95,14 +95,8 @@ async fn deep_nesting_through_webfetch() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let ctx = context(&dir).with_limits(limits(Duration::from_secs(60), 512 * 1024));
-    let out = fetch_with(
-        &vak_tool_net::WebFetch::new(),
-        &ctx,
-        &server.url("/"),
-        "markdown",
-    )
-    .await;
+    let tool = vak_tool_net::WebFetch::new(&limited(Duration::from_secs(60), 512 * 1024));
+    let out = fetch_with(&tool, &context(&dir), &server.url("/"), "markdown").await;
     assert!(!out.is_error, "{out:?}");
     assert!(out.text_content().contains("Truncated:"));
 }

@@ -9,10 +9,11 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio::sync::{Notify, mpsc};
 use tokio_rustls::TlsAcceptor;
-use vak_tool_core::{BoxFuture, NetPolicy, OutputLimits, Tool, ToolContext, ToolOutput};
-use vak_tool_net::WebFetch;
+use vak_tool_core::{BoxFuture, DynTool, ToolContext, ToolOutput};
 use vak_tool_net::guard::Resolver;
+use vak_tool_net::{NetSettings, WebFetch};
 
 /// The address test servers bind; `[net] allow` lists exactly this one.
 pub(crate) const SERVER_IP: &str = "127.0.0.2";
@@ -29,22 +30,45 @@ pub(crate) struct Received {
 pub(crate) enum Reply {
     /// These bytes, then close.
     Bytes(Vec<u8>),
-    /// `head`, then `chunk` every `every`, forever.
+    /// `head`, then `chunk` every `every`, at most `most` times, then close. The connection's
+    /// [`End`] is recorded.
     Trickle {
         head: Vec<u8>,
         chunk: Vec<u8>,
         every: Duration,
+        most: usize,
     },
-    /// `head`, then nothing, without closing.
+    /// `head`, then nothing, until the client hangs up (or [`STALL_MOST`] passes). The
+    /// connection's [`End`] is recorded.
     Stall(Vec<u8>),
+}
+
+/// The longest a [`Reply::Stall`] holds a connection open before it gives up on the client.
+pub(crate) const STALL_MOST: Duration = Duration::from_secs(60);
+
+/// How a trickling or stalling connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The client hung up, after this many chunks were sent.
+    Dropped { chunks: usize },
+    /// The server ran out of chunks (or of patience) first: the client never hung up.
+    Outlasted { chunks: usize },
 }
 
 type Handler = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
 
+/// What the server tasks report to the test.
+struct Events {
+    log: Mutex<Vec<Received>>,
+    arrived: Notify,
+    ends: mpsc::UnboundedSender<End>,
+}
+
 /// A loopback HTTP(S) server on 127.0.0.2 answering with a handler.
 pub(crate) struct Server {
     pub(crate) addr: SocketAddr,
-    pub(crate) received: Arc<Mutex<Vec<Received>>>,
+    events: Arc<Events>,
+    ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<End>>,
     task: tokio::task::JoinHandle<()>,
     tls: bool,
 }
@@ -72,8 +96,13 @@ impl Server {
     async fn start_with(handler: Handler, tls: Option<TlsAcceptor>) -> Self {
         let listener = TcpListener::bind((SERVER_IP, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&received);
+        let (ends_tx, ends) = mpsc::unbounded_channel();
+        let events = Arc::new(Events {
+            log: Mutex::new(Vec::new()),
+            arrived: Notify::new(),
+            ends: ends_tx,
+        });
+        let log = Arc::clone(&events);
         let is_tls = tls.is_some();
         let task = tokio::spawn(async move {
             loop {
@@ -99,7 +128,8 @@ impl Server {
         });
         Self {
             addr,
-            received,
+            events,
+            ends: tokio::sync::Mutex::new(ends),
             task,
             tls: is_tls,
         }
@@ -116,7 +146,18 @@ impl Server {
     }
 
     pub(crate) fn requests(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
+        self.events.log.lock().unwrap().clone()
+    }
+
+    /// Returns once a request head has arrived (at once if one arrived before the call).
+    pub(crate) async fn request_arrived(&self) {
+        self.events.arrived.notified().await;
+    }
+
+    /// How the next trickling or stalling connection ended. Each of them ends by itself in
+    /// bounded time ([`Reply::Trickle`]'s `most`, [`STALL_MOST`]), so this always returns.
+    pub(crate) async fn connection_end(&self) -> End {
+        self.ends.lock().await.recv().await.unwrap()
     }
 }
 
@@ -124,7 +165,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     sni: Option<String>,
     handler: Handler,
-    log: Arc<Mutex<Vec<Received>>>,
+    events: Arc<Events>,
 ) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -137,28 +178,55 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let head = String::from_utf8_lossy(&head).to_string();
     let path = head.split(' ').nth(1).unwrap_or("/").to_string();
     let received = Received { path, head, sni };
-    log.lock().unwrap().push(received.clone());
-    match handler(&received) {
+    events.log.lock().unwrap().push(received.clone());
+    let reply = handler(&received);
+    events.arrived.notify_one();
+    let end = match reply {
         Reply::Bytes(bytes) => {
             let _ = stream.write_all(&bytes).await;
             let _ = stream.shutdown().await;
+            return;
         }
-        Reply::Trickle { head, chunk, every } => {
+        Reply::Trickle {
+            head,
+            chunk,
+            every,
+            most,
+        } => trickle(&mut stream, &head, &chunk, every, most).await,
+        Reply::Stall(head) => {
             if stream.write_all(&head).await.is_err() {
-                return;
-            }
-            loop {
-                tokio::time::sleep(every).await;
-                if stream.write_all(&chunk).await.is_err() || stream.flush().await.is_err() {
-                    return;
+                End::Dropped { chunks: 0 }
+            } else {
+                // The client sends nothing more: a read ends only when it hangs up.
+                let mut rest = [0u8; 64];
+                tokio::select! {
+                    _ = stream.read(&mut rest) => End::Dropped { chunks: 0 },
+                    () = tokio::time::sleep(STALL_MOST) => End::Outlasted { chunks: 0 },
                 }
             }
         }
-        Reply::Stall(head) => {
-            let _ = stream.write_all(&head).await;
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+    };
+    let _ = events.ends.send(end);
+}
+
+async fn trickle<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    head: &[u8],
+    chunk: &[u8],
+    every: Duration,
+    most: usize,
+) -> End {
+    if stream.write_all(head).await.is_err() {
+        return End::Dropped { chunks: 0 };
+    }
+    for chunks in 0..most {
+        tokio::time::sleep(every).await;
+        if stream.write_all(chunk).await.is_err() || stream.flush().await.is_err() {
+            return End::Dropped { chunks };
         }
     }
+    let _ = stream.shutdown().await;
+    End::Outlasted { chunks: most }
 }
 
 /// A complete response with `Content-Length` and `Connection: close`.
@@ -254,21 +322,37 @@ impl Resolver for Scripted {
     }
 }
 
-/// A context whose `[net] allow` lists only the test server's address.
+/// `[net]` settings whose allow list names exactly these entries; default limits.
+pub(crate) fn allowing<S: ToString>(entries: &[S]) -> NetSettings {
+    let mut settings = NetSettings::default();
+    settings.allow = entries.iter().map(ToString::to_string).collect();
+    settings
+}
+
+/// `[net]` settings whose allow list names only the test server's address.
+pub(crate) fn settings() -> NetSettings {
+    allowing(&[format!("{SERVER_IP}/32")])
+}
+
+/// [`settings`] with this deadline and body cap.
+pub(crate) fn limited(deadline: Duration, body_bytes: usize) -> NetSettings {
+    let mut settings = settings();
+    settings.deadline_ms = u64::try_from(deadline.as_millis()).unwrap();
+    settings.body_bytes = body_bytes;
+    settings
+}
+
+/// `webfetch` with [`settings`].
+pub(crate) fn tool() -> WebFetch {
+    WebFetch::new(&settings())
+}
+
+/// A context in a temporary workspace.
 pub(crate) fn context(dir: &tempfile::TempDir) -> ToolContext {
-    ToolContext::new(dir.path())
-        .unwrap()
-        .with_net_policy(NetPolicy::with_allow([format!("{SERVER_IP}/32")]))
+    ToolContext::new(dir.path()).unwrap()
 }
 
-pub(crate) fn limits(deadline: Duration, body: usize) -> OutputLimits {
-    let mut limits = OutputLimits::default();
-    limits.fetch_deadline = deadline;
-    limits.fetch_body_bytes = body;
-    limits
-}
-
-/// Calls `tool` with `url` and `format` in a context that allows the test server.
+/// Calls `tool` with `url` and `format`.
 pub(crate) async fn fetch_with(
     tool: &WebFetch,
     ctx: &ToolContext,
@@ -278,8 +362,8 @@ pub(crate) async fn fetch_with(
     tool.call(json!({"url": url, "format": format}), ctx).await
 }
 
-/// Calls a plain `webfetch` with the default format.
+/// Calls a `webfetch` that allows the test server, with the default format.
 pub(crate) async fn fetch(url: &str) -> ToolOutput {
     let dir = tempfile::tempdir().unwrap();
-    fetch_with(&WebFetch::new(), &context(&dir), url, "markdown").await
+    fetch_with(&tool(), &context(&dir), url, "markdown").await
 }

@@ -7,7 +7,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::TlsAcceptor;
 use vak_tool_net::WebFetch;
 
-use crate::support::{Received, Reply, Scripted, Server, addrs, context, fetch, fetch_with, html};
+use crate::support::{
+    Received, Reply, Scripted, Server, addrs, allowing, context, fetch, fetch_with, html, tool,
+};
 
 /// A TLS server on 127.0.0.2 with a certificate for `test.example` and `127.0.0.2`, and the CA
 /// root that signed it.
@@ -40,7 +42,7 @@ pub(crate) async fn server(
 async fn https_by_address_sends_no_sni() {
     let (server, roots) = server(|_| html("<h1>Secure</h1>")).await;
     let dir = tempfile::tempdir().unwrap();
-    let tool = WebFetch::new().with_extra_roots(roots);
+    let tool = tool().with_extra_roots(roots);
     let out = fetch_with(&tool, &context(&dir), &server.url("/"), "markdown").await;
     assert!(!out.is_error, "{out:?}");
     assert!(out.text_content().ends_with("# Secure"));
@@ -55,13 +57,12 @@ async fn https_by_address_sends_no_sni() {
 async fn https_by_name_sends_sni_and_host() {
     let (server, roots) = server(|_| html("<p>named</p>")).await;
     let dir = tempfile::tempdir().unwrap();
-    let tool = WebFetch::new()
+    // The allow list names the host: a name entry exempts what it resolves to.
+    let tool = WebFetch::new(&allowing(&["test.example"]))
         .with_extra_roots(roots)
         .with_resolver(Scripted::new([addrs(&["127.0.0.2"])]));
-    // The allow list names the host: a name entry exempts what it resolves to.
-    let ctx = context(&dir).with_net_policy(vak_tool_core::NetPolicy::with_allow(["test.example"]));
     let url = format!("https://test.example:{}/x", server.port());
-    let out = fetch_with(&tool, &ctx, &url, "markdown").await;
+    let out = fetch_with(&tool, &context(&dir), &url, "markdown").await;
     assert!(!out.is_error, "{out:?}");
     let request = &server.requests()[0];
     assert_eq!(request.sni.as_deref(), Some("test.example"));
@@ -88,13 +89,11 @@ async fn an_untrusted_certificate_fails() {
 async fn a_certificate_for_another_name_fails() {
     let (server, roots) = server(|_| html("<p>x</p>")).await;
     let dir = tempfile::tempdir().unwrap();
-    let tool = WebFetch::new()
+    let tool = WebFetch::new(&allowing(&["other.example"]))
         .with_extra_roots(roots)
         .with_resolver(Scripted::new([addrs(&["127.0.0.2"])]));
-    let ctx =
-        context(&dir).with_net_policy(vak_tool_core::NetPolicy::with_allow(["other.example"]));
     let url = format!("https://other.example:{}/", server.port());
-    let out = fetch_with(&tool, &ctx, &url, "raw").await;
+    let out = fetch_with(&tool, &context(&dir), &url, "raw").await;
     assert!(
         out.is_error && out.text_content().contains("TLS handshake"),
         "{out:?}"
