@@ -5,15 +5,16 @@
 use std::fmt;
 use std::time::Duration;
 
-/// A byte count for people: `512 B`, `1.5 KiB`, `343.9 KiB`, `1.2 MiB`. One decimal, binary
-/// units, rounded half up (a unit up when the value would read 1024.0), never wider than ten
-/// characters.
+/// A byte count for people: `512 B`, `1.5 KiB`, `343.9 KiB`, `1.2 MiB`, and `512 KiB`, `16 MiB`
+/// for exact multiples (how limits are usually set). One decimal otherwise, binary units, rounded
+/// half up (a unit up when the value would read 1024.0), never wider than ten characters.
 ///
 /// ```
 /// use vak_tool_core::human::Size;
 /// assert_eq!(Size(1023).to_string(), "1023 B");
 /// assert_eq!(Size(1536).to_string(), "1.5 KiB");
-/// assert_eq!(Size(5 * 1024 * 1024).to_string(), "5.0 MiB");
+/// assert_eq!(Size(5 * 1024 * 1024).to_string(), "5 MiB");
+/// assert_eq!(Size(5 * 1024 * 1024 + 1).to_string(), "5.0 MiB");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Size(pub u64);
@@ -29,6 +30,9 @@ impl fmt::Display for Size {
         let mut divisor: u128 = 1024;
         for (i, unit) in UNITS.iter().enumerate() {
             // Tenths of the unit, rounded half up; a unit up when that would read 1024.0.
+            if bytes.is_multiple_of(divisor) && bytes / divisor < 1024 {
+                return write!(f, "{} {unit}", bytes / divisor);
+            }
             let tenths = (bytes * 10 + divisor / 2) / divisor;
             if tenths < 10 * 1024 || i == UNITS.len() - 1 {
                 return write!(f, "{}.{} {unit}", tenths / 10, tenths % 10);
@@ -116,13 +120,16 @@ mod tests {
             (0, "0 B"),
             (1, "1 B"),
             (1023, "1023 B"),
-            (1024, "1.0 KiB"),
+            (1024, "1 KiB"),
+            (1025, "1.0 KiB"),
             (1536, "1.5 KiB"),
             (1024 * 1024 - 52, "1023.9 KiB"),
             (1024 * 1024 - 51, "1.0 MiB"),
             (1024 * 1024 - 1, "1.0 MiB"),
             (1_258_291, "1.2 MiB"),
-            (100 * 1024 * 1024, "100.0 MiB"),
+            (100 * 1024 * 1024, "100 MiB"),
+            (100 * 1024 * 1024 + 7, "100.0 MiB"),
+            (1024 * 1024 * 1024, "1 GiB"),
             (u64::MAX, "16.0 EiB"),
         ] {
             assert_eq!(size(bytes), want, "{bytes}");

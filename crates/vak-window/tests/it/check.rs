@@ -202,8 +202,8 @@ fn check_marker_only(text: &str, limit: usize, out: &str) {
     );
 }
 
-/// The size for people reads `N B` below 1 KiB, else one decimal and a binary unit, and says
-/// about as much as the exact count.
+/// The size for people reads `N B` below 1 KiB, a whole number for an exact multiple of a binary
+/// unit, else one decimal and a binary unit, and says about as much as the exact count.
 fn check_human(human: &str, bytes: usize) {
     let (number, unit) = human.split_once(' ').expect("number and unit");
     if bytes < 1024 {
@@ -214,7 +214,17 @@ fn check_human(human: &str, bytes: usize) {
         .iter()
         .position(|u| *u == unit);
     let power = power.unwrap_or_else(|| panic!("unit of {human:?}")) as i32 + 1;
-    let (whole, tenth) = number.split_once('.').expect("one decimal");
+    let (whole, tenth) = match number.split_once('.') {
+        Some(parts) => parts,
+        None => {
+            assert_eq!(
+                bytes as u128 % 1024u128.pow(power as u32),
+                0,
+                "a whole {human} is exact"
+            );
+            (number, "0")
+        }
+    };
     assert_eq!(tenth.len(), 1, "{human}");
     let value: f64 = format!("{whole}.{tenth}").parse().expect("a number");
     assert!((1.0..1024.0).contains(&value), "{human}");
