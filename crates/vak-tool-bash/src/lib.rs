@@ -237,7 +237,7 @@ mod tests {
         let text = Bash::default().description();
         assert!(text.contains("`bash -c`"), "{text}");
         assert!(text.contains("after a 2 s grace, SIGKILL"), "{text}");
-        assert!(text.contains("first and last 512.0 KiB"), "{text}");
+        assert!(text.contains("first and last 512 KiB"), "{text}");
         let settings = BashSettings {
             shell: PathBuf::from("/usr/bin/zsh"),
             kill_grace_ms: 1500,
@@ -247,7 +247,7 @@ mod tests {
         let text = Bash::new(settings).description();
         assert!(text.contains("`zsh -c`"), "{text}");
         assert!(text.contains("after a 1.5 s grace, SIGKILL"), "{text}");
-        assert!(text.contains("first and last 32.0 KiB"), "{text}");
+        assert!(text.contains("first and last 32 KiB"), "{text}");
         assert!(
             !text.contains("2 s grace") && !text.contains("512"),
             "{text}"
