@@ -213,13 +213,21 @@ impl ToolContext {
 
     /// The agent's scratch folder, `<workspace>/.vak/scratch/<agent_id>/`, created on demand.
     /// Temporary files and caches go there; `bash` gets it as `TMPDIR`.
+    ///
+    /// `.vak/scratch/` carries its own `.gitignore` (`*`), written when the folder is made, so
+    /// scratch files never show up in the user's `git status`.
     pub fn scratch_dir(&self) -> std::io::Result<PathBuf> {
-        let dir = self
-            .workspace
-            .join(".vak")
-            .join("scratch")
-            .join(&self.agent_id);
+        let scratch = self.workspace.join(".vak").join("scratch");
+        let dir = scratch.join(&self.agent_id);
         std::fs::create_dir_all(&dir)?;
+        let ignore = scratch.join(".gitignore");
+        if std::fs::symlink_metadata(&ignore).is_err() {
+            // Best effort: a read-only workspace still gets its scratch folder.
+            let _ = std::fs::write(
+                &ignore,
+                "# Scratch files of vak-tools' agents: never part of the repository.\n*\n",
+            );
+        }
         Ok(dir)
     }
 
@@ -267,6 +275,8 @@ mod tests {
         let scratch = ctx.scratch_dir().unwrap();
         assert!(scratch.is_dir());
         assert_eq!(scratch, ctx.workspace().join(".vak/scratch/a1"));
+        let ignore = std::fs::read_to_string(ctx.workspace().join(".vak/scratch/.gitignore"));
+        assert!(ignore.unwrap().lines().any(|line| line == "*"));
     }
 
     #[test]
