@@ -70,6 +70,7 @@ mod depth_cap;
 mod fetch;
 pub mod guard;
 pub mod markdown;
+pub mod proxy;
 mod settings;
 
 pub use fetch::{MAX_REDIRECTS, WebFetch, WebFetchArgs};
