@@ -1,4 +1,5 @@
-//! The short content hash that `read` prints and `edit` checks with `expect_hash`.
+//! The short content hash that `read`, `write` and `edit` print and `edit` checks with
+//! `expect_hash`, and the line that carries it at the end of their results.
 
 use sha2::{Digest, Sha256};
 
@@ -31,6 +32,11 @@ impl ContentHasher {
             .map(|byte| format!("{byte:02x}"))
             .collect()
     }
+}
+
+/// The line that ends a result and carries the hash `edit` checks.
+pub(crate) fn hash_line(hash: &str) -> String {
+    format!("[hash of the whole file: {hash} (give it to edit as expect_hash)]")
 }
 
 #[cfg(test)]

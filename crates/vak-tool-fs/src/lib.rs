@@ -14,11 +14,15 @@
 //! leaves the old file or the new, never half of one. `read` ends its result with a short hash of
 //! the whole file; `edit` accepts it as `expect_hash` and refuses to edit a file that changed since
 //! (there is no staleness check without it, so no false alarms). Text and binary are told apart
-//! by content, never by file name. `glob` and `grep` share one walker (`walk`): `.gitignore`,
-//! `.ignore` and `.git/info/exclude` are honoured, `.git`, `node_modules` and `target` skipped,
-//! and the output order is deterministic. File work runs on tokio's blocking threads and stops
+//! by content, never by file name (`file_kind`). `glob` and `grep` share one walker (`walk`):
+//! `.gitignore`, `.ignore` and `.git/info/exclude` are honoured, `.git`, `node_modules` and
+//! `target` skipped, and the output order is deterministic. File work runs on tokio's blocking threads and stops
 //! when the call is cancelled.
 //!
+//! Shared pieces have their own modules: `hash` (the content hash and the line that carries it),
+//! `seen` (the session's memory of contents, for `edit`'s stale-hash report), `atomic_write`,
+//! `file_kind`, `line_count` and `walk`; sizes, counts and durations are written by
+//! [`vak_tool_core::human`].
 //!
 //! Their limits are [`FsSettings`], the `[fs]` section of `.vak/config.toml`, given at
 //! registration; each tool's description is built from them.
@@ -30,14 +34,16 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod atomic;
+mod atomic_write;
 mod edit;
+mod file_kind;
 mod glob;
 mod grep;
 mod hash;
+mod line_count;
 mod read;
+mod seen;
 mod settings;
-mod sniff;
 mod walk;
 mod write;
 

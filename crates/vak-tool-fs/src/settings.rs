@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// settings.read_bytes = 64 * 1024;
 /// let mut registry = vak_tool_core::Registry::new();
 /// vak_tool_fs::register(&mut registry, &settings);
-/// assert!(registry.spec("read").unwrap().description.contains("64.0 KiB"));
+/// assert!(registry.spec("read").unwrap().description.contains("64 KiB"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -77,10 +77,10 @@ mod tests {
     fn the_defaults_are_in_the_descriptions() {
         let settings = FsSettings::default();
         for (tool, want) in [
-            ("read", "a page also stops at 256.0 KiB of text"),
-            ("read", "images (up to 5.0 MiB)"),
-            ("write", "content over 16.0 MiB"),
-            ("edit", "Files over 512.0 MiB"),
+            ("read", "a page also stops at 256 KiB of text"),
+            ("read", "images (up to 5 MiB)"),
+            ("write", "content over 16 MiB"),
+            ("edit", "Files over 512 MiB"),
             ("glob", "at most 1,000 paths"),
             ("grep", "A line longer than 500 characters"),
         ] {
@@ -100,10 +100,10 @@ mod tests {
             grep_line_chars: 120,
         };
         for (tool, want, stale) in [
-            ("read", "a page also stops at 10.0 KiB of text", "256.0 KiB"),
-            ("read", "images (up to 3.0 MiB)", "5.0 MiB"),
-            ("write", "content over 2.0 KiB", "16.0 MiB"),
-            ("edit", "Files over 64.0 MiB", "512"),
+            ("read", "a page also stops at 10 KiB of text", "256 KiB"),
+            ("read", "images (up to 3 MiB)", "5 MiB"),
+            ("write", "content over 2 KiB", "16 MiB"),
+            ("edit", "Files over 64 MiB", "512"),
             ("glob", "at most 25,000 paths", "1,000"),
             ("grep", "A line longer than 120 characters", "500"),
         ] {

@@ -1,7 +1,7 @@
 //! The `write` tool: replace a file's whole content, atomically.
 //!
 //! Choices worth knowing:
-//! - The write goes through [`crate::atomic`]: a temporary file in the same folder, fsync,
+//! - The write goes through [`crate::atomic_write`]: a temporary file in the same folder, fsync,
 //!   rename. A crash or a failure leaves the old file or the new one, never half of one. The old
 //!   file's permission bits are kept; a symbolic link is written through (its target changes).
 //! - A read-only file is refused rather than replaced (a rename would succeed over it, even
@@ -22,9 +22,9 @@ use serde::Deserialize;
 use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use crate::FsSettings;
-use crate::atomic::{self, Previous};
-use crate::hash::content_hash;
-use crate::read::{count_lines, grouped, hash_line, size};
+use crate::atomic_write::{self, Previous};
+use crate::hash::{content_hash, hash_line};
+use crate::line_count::count_lines;
 
 /// The description the model reads, with the limit in force.
 fn description(settings: &FsSettings) -> String {
@@ -62,8 +62,8 @@ pub(crate) enum WriteError {
     #[error(
         "the content is {size}, over write's limit of {limit}; nothing was written. Write a \
          smaller file, or produce a large one with a script run by `bash`.",
-        size = size(*bytes as u64),
-        limit = size(*limit as u64)
+        size = human::size(*bytes as u64),
+        limit = human::size(*limit as u64)
     )]
     TooLarge {
         /// The content's size.
@@ -232,7 +232,7 @@ impl Job {
             Ok(meta) if !meta.is_file() => {
                 return Err(WriteError::NotRegular {
                     path: self.shown.clone(),
-                    kind: crate::sniff::special_kind(meta.file_type()),
+                    kind: crate::file_kind::special_kind(meta.file_type()),
                 });
             }
             Ok(meta) => Some(meta),
@@ -268,8 +268,8 @@ impl Job {
         }
         let new_folder = self.first_missing_folder();
         let written = match self.before_rename {
-            Some(hook) => atomic::write_atomic_with(&self.path, bytes, hook),
-            None => atomic::write_atomic(&self.path, bytes),
+            Some(hook) => atomic_write::write_atomic_with(&self.path, bytes, hook),
+            None => atomic_write::write_atomic(&self.path, bytes),
         };
         let previous = match written {
             Ok(previous) => previous,
@@ -289,11 +289,7 @@ impl Job {
             Previous::Replaced { bytes: old_bytes } => format!(
                 "Overwrote `{}` ({counts}; it had {} before)",
                 self.shown,
-                if old_bytes == 1 {
-                    "1 byte".to_owned()
-                } else {
-                    format!("{} bytes", grouped(old_bytes))
-                }
+                human::size(old_bytes)
             ),
         };
         if let Some(folder) = new_folder {
@@ -348,15 +344,12 @@ impl Job {
     }
 }
 
-/// `12 bytes, 2 lines`.
+/// `12 B, 2 lines`.
 fn counts(bytes: &[u8]) -> String {
-    let lines = count_lines(bytes);
     format!(
-        "{} byte{}, {} line{}",
-        grouped(bytes.len() as u64),
-        if bytes.len() == 1 { "" } else { "s" },
-        grouped(lines),
-        if lines == 1 { "" } else { "s" }
+        "{}, {}",
+        human::size(bytes.len() as u64),
+        human::count(count_lines(bytes), "line", "lines")
     )
 }
 

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use vak_tool_core::CancellationToken;
 
-use super::view::fold_char;
+use super::levels::fold_char;
 
 /// Lines of `old_text` that vote, at most.
 const VOTERS: usize = 8;

@@ -248,9 +248,7 @@ async fn a_second_edit_with_the_hash_of_the_first_knows_the_sizes() {
     assert!(second.is_error);
     let text = second.text_content();
     assert!(
-        text.contains(
-            "It was 5 bytes in 2 lines then and is 9 bytes in 4 lines now (+4 bytes, +2 lines)"
-        ),
+        text.contains("It was 5 B in 2 lines then and is 9 B in 4 lines now (+4 B, +2 lines)"),
         "{text}"
     );
     assert_eq!(
@@ -282,17 +280,15 @@ async fn one_agents_reads_are_not_known_to_another() {
     let text = from_b.text_content();
     assert!(from_b.is_error, "{text}");
     assert!(
-        text.contains("It is now 8 bytes in 4 lines (the size it had then is not known here)"),
+        text.contains("It is now 8 B in 4 lines (the size it had then is not known here)"),
         "{text}"
     );
-    assert!(!text.contains("It was 4 bytes"), "{text}");
+    assert!(!text.contains("It was 4 B"), "{text}");
     let from_a = call(&agent_a, "edit", stale).await;
     let text = from_a.text_content();
     assert!(from_a.is_error, "{text}");
     assert!(
-        text.contains(
-            "It was 4 bytes in 2 lines then and is 8 bytes in 4 lines now (+4 bytes, +2 lines)"
-        ),
+        text.contains("It was 4 B in 2 lines then and is 8 B in 4 lines now (+4 B, +2 lines)"),
         "{text}"
     );
     // A context that joins A's session shares what A has seen.
@@ -306,7 +302,7 @@ async fn one_agents_reads_are_not_known_to_another() {
     )
     .await;
     assert!(
-        from_joined.text_content().contains("It was 4 bytes"),
+        from_joined.text_content().contains("It was 4 B"),
         "{}",
         from_joined.text_content()
     );

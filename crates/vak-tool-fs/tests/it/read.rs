@@ -6,7 +6,7 @@ use std::fs;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use vak_tool_core::{Content, PathPolicy, Registry, ToolContext, ToolOutput};
+use vak_tool_core::{Content, PathPolicy, Registry, ToolContext, ToolOutput, human};
 use vak_tool_fs::FsSettings;
 
 /// A workspace (with the outside folder a link may point to), a context on it, and the
@@ -201,7 +201,7 @@ fn cases() -> Vec<Case> {
             "empty file is a note, not an error",
             Some(("f.txt", Vec::new())),
             json!({"path": "f.txt"}),
-            Text(vec!["`f.txt` is empty (0 bytes)"]),
+            Text(vec!["`f.txt` is empty (0 B)"]),
         ),
         case(
             "a file of only a BOM is empty",
@@ -231,13 +231,13 @@ fn cases() -> Vec<Case> {
             "NUL bytes make a file binary, whatever its name",
             Some(("notes.txt", b"abc\0def\n".to_vec())),
             json!({"path": "notes.txt"}),
-            Error(vec!["binary file", "8 bytes", "`bash`"]),
+            Error(vec!["binary file", "8 B", "`bash`"]),
         ),
         case(
             "binary kind from magic bytes",
             Some(("prog", [b"\x7fELF\x02\x01\x01\0".as_slice(), &[0; 64]].concat())),
             json!({"path": "prog"}),
-            Error(vec!["binary file (ELF executable, 72 bytes)"]),
+            Error(vec!["binary file (ELF executable, 72 B)"]),
         ),
         case(
             "UTF-16 text is named as such",
@@ -249,7 +249,7 @@ fn cases() -> Vec<Case> {
             "PNG named .txt is an image",
             Some(("x.txt", png())),
             json!({"path": "x.txt"}),
-            Image("image/png", vec!["PNG image, 1×1 pixels", "70 bytes"]),
+            Image("image/png", vec!["PNG image, 1×1 pixels", "70 B"]),
         ),
         case(
             "text named .png is text",
@@ -405,8 +405,8 @@ async fn a_single_long_line_is_cut_with_a_way_to_see_the_rest() {
     let shown_chars = shown.chars().count();
     let note = format!(
         "[line 1 is 524,288 characters long: the first {} are shown, {} are not.",
-        grouped(shown_chars),
-        grouped(524_288 - shown_chars)
+        human::grouped(shown_chars as u64),
+        human::grouped(524_288 - shown_chars as u64)
     );
     assert!(text.contains(&note), "{note}\n{text}");
     assert!(
@@ -427,18 +427,6 @@ async fn a_single_long_line_is_cut_with_a_way_to_see_the_rest() {
     assert!(text.ends_with(&hash_line(content.as_bytes())));
 }
 
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 #[tokio::test]
 async fn the_byte_budget_ends_a_page_between_lines() {
     let mut ws = Workspace::new();
@@ -451,7 +439,7 @@ async fn the_byte_budget_ends_a_page_between_lines() {
     assert_eq!(
         text,
         format!(
-            "{}[lines 1–3 of 10 shown (the page is full at 100 bytes); continue with offset=4]\n{}",
+            "{}[lines 1–3 of 10 shown (the page is full at 100 B); continue with offset=4]\n{}",
             numbered(1, 3, |n| format!("{n:0>20}")),
             hash_line(content.as_bytes())
         )
@@ -492,7 +480,7 @@ async fn an_image_over_the_limit_is_refused() {
     let text = out.text_content();
     assert!(out.is_error, "{text}");
     assert!(
-        text.contains("PNG image (1×1 pixels) of 70 bytes, over the 50 bytes limit"),
+        text.contains("PNG image (1×1 pixels) of 70 B, over the 50 B limit"),
         "{text}"
     );
 }

@@ -34,7 +34,7 @@ fn cases() -> Vec<Case> {
             before: vec![],
             path: "new.txt",
             content: "one\ntwo\n",
-            expect: Written("Created `new.txt` (8 bytes, 2 lines).\n"),
+            expect: Written("Created `new.txt` (8 B, 2 lines).\n"),
             after: vec![("new.txt", "one\ntwo\n")],
         },
         Case {
@@ -42,7 +42,7 @@ fn cases() -> Vec<Case> {
             before: vec![],
             path: "a/b/c.txt",
             content: "x",
-            expect: Written("Created `a/b/c.txt` (1 byte, 1 line), creating the folder `a/b`.\n"),
+            expect: Written("Created `a/b/c.txt` (1 B, 1 line), creating the folder `a/b`.\n"),
             after: vec![("a/b/c.txt", "x")],
         },
         Case {
@@ -50,7 +50,7 @@ fn cases() -> Vec<Case> {
             before: vec![("f.txt", "old content\n")],
             path: "f.txt",
             content: "new\n",
-            expect: Written("Overwrote `f.txt` (4 bytes, 1 line; it had 12 bytes before).\n"),
+            expect: Written("Overwrote `f.txt` (4 B, 1 line; it had 12 B before).\n"),
             after: vec![("f.txt", "new\n")],
         },
         Case {
@@ -58,7 +58,7 @@ fn cases() -> Vec<Case> {
             before: vec![("f.txt", "old\n")],
             path: "f.txt",
             content: "",
-            expect: Written("Overwrote `f.txt` (0 bytes, 0 lines; it had 4 bytes before).\n"),
+            expect: Written("Overwrote `f.txt` (0 B, 0 lines; it had 4 B before).\n"),
             after: vec![("f.txt", "")],
         },
         Case {
@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
             path: "f.txt",
             content: "same\n",
             expect: Written(
-                "`f.txt` already has exactly this content (5 bytes, 1 line); nothing was written.\n",
+                "`f.txt` already has exactly this content (5 B, 1 line); nothing was written.\n",
             ),
             after: vec![("f.txt", "same\n")],
         },
@@ -77,7 +77,7 @@ fn cases() -> Vec<Case> {
             path: "w.txt",
             content: "a\nc\n",
             expect: Written(
-                "Overwrote `w.txt` (4 bytes, 2 lines; it had 6 bytes before).\n[note: the old \
+                "Overwrote `w.txt` (4 B, 2 lines; it had 6 B before).\n[note: the old \
                  file used CRLF (\\r\\n) line endings and the new content uses LF only; if the \
                  file should keep CRLF, write it again with \\r\\n endings]\n",
             ),
@@ -250,7 +250,7 @@ async fn a_symlink_is_written_through() {
     assert!(!out.is_error, "{text}");
     assert!(
         text.starts_with(
-            "Overwrote `real.txt` (4 bytes, 1 line; it had 4 bytes before), through the \
+            "Overwrote `real.txt` (4 B, 1 line; it had 4 B before), through the \
              symbolic link `link.txt` (the link itself is unchanged)."
         ),
         "{text}"
@@ -287,7 +287,7 @@ async fn content_over_the_limit_is_refused() {
     let text = out.text_content();
     assert!(out.is_error, "{text}");
     assert!(
-        text.contains("the content is 11 bytes, over write's limit of 10 bytes"),
+        text.contains("the content is 11 B, over write's limit of 10 B"),
         "{text}"
     );
     assert!(!ws.path("f.txt").exists());

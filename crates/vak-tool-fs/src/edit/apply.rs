@@ -10,9 +10,11 @@ use std::fmt::Write as _;
 use vak_tool_core::CancellationToken;
 
 use super::closest::closest;
+use super::levels::{Level, View, normalize};
+use super::line_endings::{Eol, count_endings, with_endings};
+use super::line_numbers::{LineCounter, line_range};
+use super::read_prefixes::strip_read_prefixes;
 use super::regions::Regions;
-use super::text::{Eol, LineCounter, count_endings, line_range, strip_read_prefixes, with_endings};
-use super::view::{Level, View, normalize};
 
 /// Line numbers listed in an ambiguity error, at most.
 const LISTED_PLACES: usize = 20;
@@ -263,8 +265,9 @@ impl Shared {
     }
 }
 
-/// The edits of one call, applied one after another to a running text.
-pub(crate) struct Session<'a> {
+/// The file's text in memory with the edits of one call applied so far, one after another;
+/// nothing reaches the file until every edit has succeeded.
+pub(crate) struct Draft<'a> {
     original: &'a str,
     text: Cow<'a, str>,
     dominant: Option<Eol>,
@@ -272,8 +275,8 @@ pub(crate) struct Session<'a> {
     regions: Regions,
 }
 
-impl<'a> Session<'a> {
-    /// A session over `original` (the file's text without its BOM).
+impl<'a> Draft<'a> {
+    /// A draft of `original` (the file's text without its BOM).
     pub(crate) fn new(original: &'a str) -> Self {
         Self {
             original,
@@ -559,7 +562,7 @@ impl<'a> Session<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::edit::view::{View, normalize};
+    use crate::edit::levels::{View, normalize};
 
     fn edit(old: &str, new: &str) -> EditSpec {
         EditSpec {
@@ -570,13 +573,13 @@ mod tests {
     }
 
     fn apply(text: &str, edits: &[EditSpec]) -> Result<String, String> {
-        let mut session = Session::new(text);
+        let mut draft = Draft::new(text);
         for (i, e) in edits.iter().enumerate() {
-            session
+            draft
                 .apply(e, i > 0, &CancellationToken::new())
                 .map_err(|error| format!("edits[{i}]: {error}"))?;
         }
-        Ok(session.finish().0)
+        Ok(draft.finish().0)
     }
 
     #[test]
@@ -709,8 +712,8 @@ mod tests {
 
     #[test]
     fn levels_are_reported() {
-        let mut session = Session::new("x = \u{201C}hi\u{201D};  \n");
-        let applied = session
+        let mut draft = Draft::new("x = \u{201C}hi\u{201D};  \n");
+        let applied = draft
             .apply(
                 &edit("x = \"hi\";\n", "x = \"bye\";\n"),
                 false,
@@ -718,7 +721,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(applied.level, Level::LookAlikes);
-        assert_eq!(session.text(), "x = \"bye\";\n");
+        assert_eq!(draft.text(), "x = \"bye\";\n");
     }
 
     #[test]

@@ -11,22 +11,35 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
+use vak_tool_core::human;
+
+use crate::line_count::count_lines;
+
 /// Entries kept, at most.
 const KEPT: usize = 256;
 
 /// Size facts about one content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Facts {
-    bytes: usize,
-    lines: usize,
+    bytes: u64,
+    lines: u64,
 }
 
 impl Facts {
     fn of(content: &[u8]) -> Self {
         Self {
-            bytes: content.len(),
-            lines: lines(content),
+            bytes: content.len() as u64,
+            lines: count_lines(content),
         }
+    }
+
+    /// `4 B in 2 lines`.
+    fn describe(self) -> String {
+        format!(
+            "{} in {}",
+            human::size(self.bytes),
+            human::count(self.lines, "line", "lines")
+        )
     }
 }
 
@@ -35,16 +48,6 @@ impl Facts {
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
     entries: Mutex<VecDeque<(String, Facts)>>,
-}
-
-/// The number of lines of `content` (a last line without a newline counts).
-fn lines(content: &[u8]) -> usize {
-    let newlines = memchr::memchr_iter(b'\n', content).count();
-    if content.last().is_some_and(|&b| b != b'\n') {
-        newlines + 1
-    } else {
-        newlines
-    }
 }
 
 impl Seen {
@@ -56,7 +59,7 @@ impl Seen {
 
     /// Remembers the size of the content with this hash, for a caller that has the counts but
     /// not the bytes (`read` streams a file and knows its size, line count and hash).
-    pub(crate) fn remember_size(&self, hash: &str, bytes: usize, lines: usize) {
+    pub(crate) fn remember_size(&self, hash: &str, bytes: u64, lines: u64) {
         let facts = Facts { bytes, lines };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.iter().any(|(known, _)| known == hash) {
@@ -87,49 +90,35 @@ impl Seen {
         let facts = Facts::of(now);
         let mut out = match self.recall(expected) {
             Some(before) => format!(
-                "It was {} in {} then and is {} in {} now ({} bytes, {} lines). ",
-                count(before.bytes, "byte"),
-                count(before.lines, "line"),
-                count(facts.bytes, "byte"),
-                count(facts.lines, "line"),
-                signed(facts.bytes as isize - before.bytes as isize),
-                signed(facts.lines as isize - before.lines as isize),
+                "It was {} then and is {} now ({}, {}). ",
+                before.describe(),
+                facts.describe(),
+                change(before.bytes, facts.bytes, human::size),
+                change(before.lines, facts.lines, |n| human::count(
+                    n, "line", "lines"
+                )),
             ),
             None => format!(
-                "It is now {} in {} (the size it had then is not known here). ",
-                count(facts.bytes, "byte"),
-                count(facts.lines, "line")
+                "It is now {} (the size it had then is not known here). ",
+                facts.describe()
             ),
         };
         if let Some(age) = modified.and_then(|time| SystemTime::now().duration_since(time).ok()) {
             out.push_str(&format!(
                 "It was last modified {} ago. ",
-                age_text(age.as_secs())
+                human::duration(age)
             ));
         }
         out
     }
 }
 
-/// `42 s`, `5 min`, `3 h`, `12 days`.
-fn age_text(seconds: u64) -> String {
-    match seconds {
-        0..120 => format!("{seconds} s"),
-        120..7200 => format!("{} min", seconds / 60),
-        7200..172_800 => format!("{} h", seconds / 3600),
-        _ => format!("{} days", seconds / 86_400),
-    }
-}
-
-fn count(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
-fn signed(n: isize) -> String {
-    if n >= 0 {
-        format!("+{n}")
+/// The change from `before` to `now`, signed: `+3 B`, `-2 lines`, `+0 lines`.
+fn change(before: u64, now: u64, show: impl Fn(u64) -> String) -> String {
+    if now >= before {
+        format!("+{}", show(now - before))
     } else {
-        n.to_string()
+        format!("-{}", show(before - now))
     }
 }
 
@@ -143,13 +132,13 @@ mod tests {
         seen.remember("feedfacefeedface", b"a\nb\n");
         let text = seen.describe_change("FEEDFACEFEEDFACE", b"a\nb\nc\nd", None);
         assert!(
-            text.contains(
-                "It was 4 bytes in 2 lines then and is 7 bytes in 4 lines now (+3 bytes, +2 lines)"
-            ),
+            text.contains("It was 4 B in 2 lines then and is 7 B in 4 lines now (+3 B, +2 lines)"),
             "{text}"
         );
         let text = seen.describe_change("0000000000000000", b"x", None);
-        assert!(text.contains("It is now 1 byte in 1 line"), "{text}");
+        assert!(text.contains("It is now 1 B in 1 line"), "{text}");
+        let text = seen.describe_change("feedfacefeedface", b"a\n", None);
+        assert!(text.contains("(-2 B, -1 line)"), "{text}");
         // Another memory knows nothing of the first one's contents.
         let text = Seen::default().describe_change("feedfacefeedface", b"x", None);
         assert!(text.contains("not known here"), "{text}");
@@ -159,13 +148,13 @@ mod tests {
     fn the_memory_is_bounded_and_forgets_the_oldest() {
         let seen = Seen::default();
         for n in 0..=KEPT {
-            seen.remember_size(&format!("{n:016x}"), n, 1);
+            seen.remember_size(&format!("{n:016x}"), n as u64, 1);
         }
         assert_eq!(seen.recall(&format!("{:016x}", 0)), None);
         assert_eq!(
             seen.recall(&format!("{KEPT:016x}")),
             Some(Facts {
-                bytes: KEPT,
+                bytes: KEPT as u64,
                 lines: 1
             })
         );

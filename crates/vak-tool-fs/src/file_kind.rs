@@ -1,4 +1,5 @@
-//! Telling text from binary by content, never by file name.
+//! What kind of file a path holds: text or binary (by content, never by file name), which binary
+//! or image format (by magic bytes), and what a path that is not a regular file is.
 
 /// How much of a file's start is examined.
 pub(crate) const SNIFF_BYTES: usize = 8 * 1024;

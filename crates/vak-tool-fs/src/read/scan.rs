@@ -113,24 +113,15 @@ struct Scanner {
 }
 
 /// The width that `cat -n` gives a line number: six columns, more for larger numbers.
-pub(crate) fn number_width(line: u64) -> usize {
+fn number_width(line: u64) -> usize {
     let digits = line.checked_ilog10().unwrap_or(0) as usize + 1;
     digits.max(6)
 }
 
 /// The number of characters in UTF-8 `bytes` (each byte that does not continue a character
 /// starts one; a stray invalid byte counts as one, as lossy decoding shows it).
-pub(crate) fn count_chars(bytes: &[u8]) -> u64 {
+fn count_chars(bytes: &[u8]) -> u64 {
     bytes.iter().filter(|&&byte| byte & 0xc0 != 0x80).count() as u64
-}
-
-/// The number of lines in `bytes`: its newlines, plus one for a last line without one.
-pub(crate) fn count_lines(bytes: &[u8]) -> u64 {
-    let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
-    match bytes.last() {
-        Some(b'\n') | None => newlines,
-        Some(_) => newlines + 1,
-    }
 }
 
 impl Scanner {
@@ -498,6 +489,7 @@ fn scan_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::line_count::count_lines;
 
     fn page_of(
         bytes: &[u8],

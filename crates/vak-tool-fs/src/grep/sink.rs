@@ -1,0 +1,111 @@
+//! Searching one file: the sink that collects its matching and context lines.
+
+use std::io;
+use std::path::Path;
+
+use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
+
+use super::args::OutputMode;
+use super::long_line::render_line;
+use super::query::Query;
+
+/// One line of a file's result.
+#[derive(Debug)]
+pub(super) enum Hit {
+    /// A matching line.
+    Match {
+        /// Its number.
+        line: u64,
+        /// Its text, as shown.
+        text: String,
+    },
+    /// A context line.
+    Context {
+        /// Its number.
+        line: u64,
+        /// Its text, as shown.
+        text: String,
+    },
+    /// A gap between two groups of lines.
+    Break,
+}
+
+/// What searching one file found.
+#[derive(Debug, Default)]
+pub(super) struct FileResult {
+    /// The lines to show, in order.
+    pub(super) hits: Vec<Hit>,
+    /// Matching lines found (for `files`, at most 1).
+    pub(super) matched: usize,
+    /// The file is binary (a NUL byte was found) and was skipped.
+    pub(super) binary: bool,
+    /// The file could not be read.
+    pub(super) unreadable: bool,
+}
+
+/// Collects one file's hits.
+struct Collect<'q> {
+    query: &'q Query,
+    result: FileResult,
+}
+
+impl Sink for Collect<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.result.matched += 1;
+        match self.query.mode {
+            OutputMode::Files => Ok(false),
+            OutputMode::Count => Ok(true),
+            OutputMode::Content => {
+                let text = render_line(
+                    found.bytes(),
+                    Some(&self.query.matcher),
+                    self.query.line_chars,
+                );
+                self.result.hits.push(Hit::Match {
+                    line: found.line_number().unwrap_or(0),
+                    text,
+                });
+                Ok(true)
+            }
+        }
+    }
+
+    fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> Result<bool, io::Error> {
+        let text = render_line(context.bytes(), None, self.query.line_chars);
+        self.result.hits.push(Hit::Context {
+            line: context.line_number().unwrap_or(0),
+            text,
+        });
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
+        self.result.hits.push(Hit::Break);
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, io::Error> {
+        self.result.binary = true;
+        Ok(false)
+    }
+}
+
+pub(super) fn search_file(searcher: &mut Searcher, query: &Query, path: &Path) -> FileResult {
+    let mut sink = Collect {
+        query,
+        result: FileResult::default(),
+    };
+    if searcher
+        .search_path(&query.matcher, path, &mut sink)
+        .is_err()
+    {
+        // Unreadable (permissions, vanished, a folder's race): count it and go on.
+        return FileResult {
+            unreadable: true,
+            ..FileResult::default()
+        };
+    }
+    sink.result
+}

@@ -1,0 +1,160 @@
+//! [`ReadError`]: why a read failed, in words that say what to do instead.
+
+use std::io;
+
+use vak_tool_core::{PathError, human};
+
+use super::DEFAULT_LIMIT;
+use crate::file_kind::ImageKind;
+
+/// Why a read failed. Each message says what to do instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ReadError {
+    /// The path could not be resolved or lies outside the workspace.
+    #[error("{0}")]
+    Path(#[from] PathError),
+    /// `offset` below 1.
+    #[error(
+        "offset={offset} is not a line number: lines are numbered from 1 (the first line is \
+         offset=1). Call read again with an offset of 1 or more; the last line of a page tells \
+         the offset to continue with."
+    )]
+    Offset {
+        /// The value given.
+        offset: i64,
+    },
+    /// `limit` below 1.
+    #[error(
+        "limit={limit} is not a number of lines to show: it must be 1 or more (default \
+         {DEFAULT_LIMIT}). Call read again with a positive limit, or leave it out."
+    )]
+    Limit {
+        /// The value given.
+        limit: i64,
+    },
+    /// Nothing at the path.
+    #[error("`{path}` does not exist.{hint}")]
+    NotFound {
+        /// The path as shown.
+        path: String,
+        /// Similar names or the missing folder, and what to try.
+        hint: String,
+    },
+    /// The path is a folder.
+    #[error(
+        "`{path}` is a directory, not a file. To see what it holds, call `glob` with \
+         {{\"pattern\": \"*\", \"path\": \"{path}\"}} (or \"**/*\" for everything below it), then \
+         read one of the files."
+    )]
+    Directory {
+        /// The path as shown.
+        path: String,
+    },
+    /// A FIFO, socket or device.
+    #[error(
+        "`{path}` is a {kind}, not a regular file: read only reads regular files (reading a \
+         {kind} could block or never end)."
+    )]
+    NotAFile {
+        /// The path as shown.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The content is not text.
+    #[error(
+        "`{path}` is a binary file ({what}, {size}), not text, so read does not show it. Inspect \
+         it with `bash` instead (for example `file`, `xxd | head` or a format's own tool).",
+        what = kind.unwrap_or("unknown kind"),
+        size = human::size(*bytes)
+    )]
+    Binary {
+        /// The path as shown.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// The kind, from magic bytes, where known.
+        kind: Option<&'static str>,
+    },
+    /// An image over the image limit.
+    #[error(
+        "`{path}` is a {kind} image{pixels} of {size}, over the {limit} limit for images. Make \
+         a smaller copy (for example with ImageMagick: `convert '{path}' -resize 50% \
+         small.png` via `bash`) and read that.",
+        kind = kind.name(),
+        pixels = pixels.map(|(w, h)| format!(" ({w}×{h} pixels)")).unwrap_or_default(),
+        size = human::size(*bytes),
+        limit = human::size(*limit)
+    )]
+    ImageTooLarge {
+        /// The path as shown.
+        path: String,
+        /// The image format.
+        kind: ImageKind,
+        /// Its pixel size, if the header gave it.
+        pixels: Option<(usize, usize)>,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The magic bytes say image, the header does not parse.
+    #[error(
+        "`{path}` starts like a {kind} image but its header is damaged or cut short ({size}), \
+         so it cannot be shown as an image. Inspect it with `bash` (for example `file` or \
+         `xxd | head`).",
+        kind = kind.name(),
+        size = human::size(*bytes)
+    )]
+    DamagedImage {
+        /// The path as shown.
+        path: String,
+        /// The image format the magic bytes claim.
+        kind: ImageKind,
+        /// Its size.
+        bytes: u64,
+    },
+    /// `offset` after the last line.
+    #[error(
+        "offset={offset} is past the end of `{path}`, which has {lines}. Call read again with \
+         {range}.",
+        lines = if *total == 1 { "1 line".to_owned() } else { format!("{} lines", human::grouped(*total)) },
+        range = if *total == 1 { "offset=1".to_owned() } else { format!("an offset from 1 to {total}") }
+    )]
+    PastEnd {
+        /// The path as shown.
+        path: String,
+        /// The offset given.
+        offset: u64,
+        /// The file's line count.
+        total: u64,
+    },
+    /// The operating system refused.
+    #[error("cannot read `{path}`: {source}.{hint}", hint = io_hint(source))]
+    Io {
+        /// The path as shown.
+        path: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The call was cancelled.
+    #[error("the read of `{path}` was cancelled before it finished; nothing was read.")]
+    Cancelled {
+        /// The path as shown.
+        path: String,
+    },
+    /// The blocking task failed (a bug).
+    #[error("the read failed inside vak-tools ({0}); this is a bug, not your call's fault.")]
+    Internal(String),
+}
+
+fn io_hint(error: &io::Error) -> &'static str {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            " The file is not readable by this process; check its permissions with `bash` \
+             (`ls -l`)."
+        }
+        _ => "",
+    }
+}
