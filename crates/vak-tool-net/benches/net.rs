@@ -30,9 +30,7 @@ fn main() {
 /// All the URLs above through `check_url` (parse, scheme, credentials, port, names, table).
 #[divan::bench(sample_count = 200)]
 fn check_urls(bencher: divan::Bencher<'_, '_>) {
-    let mut settings = NetSettings::default();
-    settings.allow = vec!["10.0.0.0/8".into()];
-    let guard = Guard::new(&settings);
+    let guard = Guard::new(&NetSettings::default().with_allow(["10.0.0.0/8"]));
     bencher.bench(|| {
         for url in URLS {
             let _ = divan::black_box(guard.check_url(url, &Chain::new()));

@@ -58,8 +58,7 @@
 //! use vak_tool_core::Registry;
 //! use vak_tool_net::NetSettings;
 //!
-//! let mut settings = NetSettings::default();
-//! settings.allow = vec!["10.1.0.0/16".into()];
+//! let settings = NetSettings::default().with_allow(["10.1.0.0/16"]);
 //! let mut registry = Registry::new();
 //! vak_tool_net::register(&mut registry, &settings);
 //! assert_eq!(registry.names(), ["webfetch"]);

@@ -47,6 +47,19 @@ impl Default for NetSettings {
 }
 
 impl NetSettings {
+    /// The same settings with this allow list (the struct is `#[non_exhaustive]`, so other
+    /// crates cannot write it as a literal).
+    ///
+    /// ```
+    /// let settings = vak_tool_net::NetSettings::default().with_allow(["10.1.0.0/16", "wiki.corp"]);
+    /// assert_eq!(settings.allow, ["10.1.0.0/16", "wiki.corp"]);
+    /// ```
+    #[must_use]
+    pub fn with_allow(mut self, allow: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allow = allow.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// [`NetSettings::deadline_ms`] as a duration.
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)

@@ -58,9 +58,7 @@
 //! use vak_tool_net::NetSettings;
 //! use vak_tool_net::guard::{Chain, Guard};
 //!
-//! let mut settings = NetSettings::default();
-//! settings.allow = vec!["10.1.0.0/16".into()];
-//! let guard = Guard::new(&settings);
+//! let guard = Guard::new(&NetSettings::default().with_allow(["10.1.0.0/16"]));
 //! let mut chain = Chain::new();
 //! let url = guard.check_url("https://example.com/docs", &chain)?;
 //! let connection = guard.connect_url(&url, &mut chain).await?;

@@ -324,9 +324,7 @@ impl Resolver for Scripted {
 
 /// `[net]` settings whose allow list names exactly these entries; default limits.
 pub(crate) fn allowing<S: ToString>(entries: &[S]) -> NetSettings {
-    let mut settings = NetSettings::default();
-    settings.allow = entries.iter().map(ToString::to_string).collect();
-    settings
+    NetSettings::default().with_allow(entries.iter().map(ToString::to_string))
 }
 
 /// `[net]` settings whose allow list names only the test server's address.
