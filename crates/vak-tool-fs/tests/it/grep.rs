@@ -1,5 +1,6 @@
 //! `grep`: data-driven cases over one fixture tree, plus early exit, links and cancellation.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
@@ -291,28 +292,80 @@ async fn a_cancelled_call_is_an_error() {
     check("cancelled", &out, &Expect::Error("grep call was cancelled"));
 }
 
-#[tokio::test]
-async fn cancelling_during_a_search_returns_promptly() {
-    let files: Vec<(String, Vec<u8>)> = (0..200)
-        .map(|i| (format!("d{}/f{i:03}.txt", i % 10), b"miss\n".repeat(10_000)))
+/// Cancelling a search that is under way ends the call with "cancelled" and stops the work
+/// behind it: once the call has returned, each search thread finishes at most the file it is in,
+/// and no other file is read. Reads are seen through access times (set far in the past first,
+/// so any read moves them), not through a clock: the pattern matches every line of every file,
+/// so an uncancelled search would read all of them.
+#[test]
+fn cancelling_during_a_search_stops_it() {
+    /// The most search threads (`walk::thread_count`): each may finish the file it is in.
+    const MAX_THREADS: usize = 8;
+    const FILES: usize = 1_000;
+    let body = b"hit\n".repeat(4_096);
+    let names: Vec<String> = (0..FILES).map(|i| format!("f{i:05}.txt")).collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|name| (name.as_str(), &body[..]))
         .collect();
-    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
     let dir = workspace(&files);
+    let paths: Vec<PathBuf> = names.iter().map(|name| dir.path().join(name)).collect();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let set_accessed = |path: &Path| {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_accessed(old))
+            .unwrap();
+    };
+    let read = |path: &Path| std::fs::metadata(path).unwrap().accessed().unwrap() != old;
+    let count_read = || paths.iter().filter(|path| read(path)).count();
+    // The control shows that this filesystem records reads at all (the proof needs it).
+    let control = workspace(&[("control.txt", b"x\n")]);
+    let control = control.path().join("control.txt");
+    set_accessed(&control);
+    std::fs::read(&control).unwrap();
+    assert!(
+        read(&control),
+        "this filesystem does not record access times (noatime); the test cannot see reads"
+    );
+    for path in &paths {
+        set_accessed(path);
+    }
+    assert_eq!(count_read(), 0);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
     let token = ctx.cancel().clone();
-    let call =
-        tokio::spawn(
-            async move { call_in(&ctx, "grep", json!({"pattern": "hit(?:[a-z]+)?x"})).await },
-        );
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    token.cancel();
-    let started = std::time::Instant::now();
-    let out = call.await.unwrap();
-    // Either it finished before the cancel landed or it was cut short; never a hang.
-    assert!(started.elapsed() < Duration::from_secs(10));
-    if out.is_error {
-        assert!(out.text_content().contains("cancelled"));
+    let call = runtime.spawn(async move {
+        call_in(
+            &ctx,
+            "grep",
+            json!({"pattern": "hit", "output": "count", "max_matches": 100_000}),
+        )
+        .await
+    });
+    // Wait until the search is under way: the first file in walk order has been read.
+    while !read(&paths[0]) && !call.is_finished() {
+        std::thread::yield_now();
     }
+    token.cancel();
+    let out = runtime.block_on(call).unwrap();
+    let text = out.text_content();
+    assert!(out.is_error, "the search was not cancelled: {text}");
+    assert!(text.contains("grep call was cancelled"), "{text}");
+    let read_when_it_returned = count_read();
+    // Dropping the runtime waits for its blocking work, the search threads included.
+    drop(runtime);
+    let read_in_all = count_read();
+    assert!(
+        read_in_all <= read_when_it_returned + MAX_THREADS,
+        "{read_when_it_returned} files were read when the call returned, {read_in_all} in all: \
+         the search went on after it was cancelled"
+    );
+    assert!(read_in_all < FILES, "every file was read");
 }
 
 #[tokio::test]
