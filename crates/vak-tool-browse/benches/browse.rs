@@ -19,7 +19,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::json;
-use vak_tool_core::{NetPolicy, Registry, ToolContext};
+use vak_tool_browse::BrowseSettings;
+use vak_tool_core::{Registry, ToolContext};
+use vak_tool_net::NetSettings;
 
 fn main() {
     if browser().is_none() {
@@ -103,12 +105,10 @@ fn tool_call(bencher: divan::Bencher<'_, '_>) {
     let dir = tempfile::tempdir().unwrap();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     env.push(("VAK_BROWSER".into(), browser().unwrap().into()));
-    let ctx = ToolContext::new(dir.path())
-        .unwrap()
-        .with_net_policy(NetPolicy::with_allow(["127.0.0.2/32"]))
-        .with_env(env);
+    let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
+    let net = NetSettings::default().with_allow(["127.0.0.2/32"]);
     let mut registry = Registry::new();
-    vak_tool_browse::register(&mut registry, None);
+    vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &net);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

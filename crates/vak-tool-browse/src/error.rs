@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use vak_tool_core::human;
+
 use crate::proxy::Blocked;
 
 /// Why a `browse` call produced no page. The `Display` text is what the model reads: it says
@@ -109,10 +111,10 @@ pub(crate) enum BrowseError {
     },
     /// The page did not finish before the deadline.
     #[error(
-        "the page did not finish rendering within {seconds} s and the browser was stopped. The \
+        "the page did not finish rendering within {deadline} and the browser was stopped. The \
          page may run scripts forever or wait on a server that never answers; try webfetch for \
          its static HTML.",
-        seconds = deadline.as_secs_f64()
+        deadline = human::duration(*deadline)
     )]
     Deadline {
         /// The deadline.
@@ -120,9 +122,9 @@ pub(crate) enum BrowseError {
     },
     /// Resolving the target's host did not finish before the deadline.
     #[error(
-        "resolving the page's host took longer than the {seconds} s deadline, so the browser was \
+        "resolving the page's host took longer than the {deadline} deadline, so the browser was \
          not started. Check the host name, or try again later.",
-        seconds = deadline.as_secs_f64()
+        deadline = human::duration(*deadline)
     )]
     ScreeningDeadline {
         /// The deadline.

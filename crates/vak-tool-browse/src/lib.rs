@@ -7,11 +7,14 @@
 //! and the list of requests that were refused.
 //!
 //! ```
+//! use vak_tool_browse::BrowseSettings;
 //! use vak_tool_core::{Capability, Registry};
+//! use vak_tool_net::NetSettings;
 //!
 //! let mut registry = Registry::new();
-//! // `None`: no `[browse] browser` configured; `VAK_BROWSER` and PATH are consulted per call.
-//! vak_tool_browse::register(&mut registry, None);
+//! // No `[browse] browser` configured: `VAK_BROWSER` and PATH are consulted per call. The
+//! // `[net]` settings bring the allow list the screening proxy applies.
+//! vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &NetSettings::default());
 //! let spec = &registry.specs()[0];
 //! assert_eq!(spec.name, "browse");
 //! assert!(spec.has(Capability::Network) && spec.has(Capability::Execute));
@@ -31,9 +34,10 @@
 //!   to end. QUIC is off and WebRTC may not send UDP outside the proxy
 //!   (`--webrtc-ip-handling-policy=disable_non_proxied_udp`). A refused request gets a `403` and
 //!   is listed in the result.
-//! - **`[net] allow` follows the page.** When the target itself needed the allow list (an
-//!   intranet page), the page's own requests may use it too; a public page never reaches the
-//!   intranet, not even through a redirect or a script.
+//! - **`[net] allow` follows the page.** The guard is built from the same `[net]` settings as
+//!   `webfetch`'s ([`register`] takes both sections). When the target itself needed the allow
+//!   list (an intranet page), the page's own requests may use it too; a public page never
+//!   reaches the intranet, not even through a redirect or a script.
 //! - **Discovery is fail-closed.** `VAK_BROWSER`, then `[browse] browser`, then `chromium`,
 //!   `chromium-browser`, `google-chrome-stable`, `google-chrome`, `microsoft-edge` on PATH, then
 //!   the macOS app bundles. Brave is skipped: its headless `--dump-dom` hangs. Without a browser
@@ -43,7 +47,7 @@
 //!   reports and caches are sent there too (`XDG_CONFIG_HOME`, `XDG_CACHE_HOME`). The folder is
 //!   removed when the call ends.
 //! - **The deadline is hard.** `--timeout` makes the browser print what it has a few seconds
-//!   before the deadline (`OutputLimits::browse_deadline`, 20 s); at the deadline (or on
+//!   before the deadline ([`BrowseSettings::deadline_ms`], 20 s); at the deadline (or on
 //!   cancellation, or when the call's future is dropped) the browser's own pid gets `SIGKILL`
 //!   (Debian's `chromium` is a script that `exec`s the real binary under the same pid), then the
 //!   process group it was started in; the call returns only after no live process of that group
@@ -65,10 +69,12 @@
 
 mod discover;
 mod error;
+mod guard_dialer;
 mod launch;
-mod outcome;
 mod proxy;
-mod screen;
+mod settings;
+mod target;
+mod verdict;
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -81,30 +87,25 @@ use serde::Deserialize;
 use tokio::time::Instant;
 use url::Url;
 use vak_tool_core::{
-    BoxFuture, CancellationToken, Capability, Registry, Tool, ToolContext, ToolOutput, ToolSpec,
-    parse_and_run,
+    CancellationToken, Capability, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
+use vak_tool_net::NetSettings;
 use vak_tool_net::guard::Guard;
 use vak_tool_net::markdown::{self, Flavour};
 
+pub use crate::settings::BrowseSettings;
+
 use crate::error::BrowseError;
-use crate::launch::Launch;
-use crate::outcome::{Captured, Evidence};
+use crate::launch::{Launch, VIRTUAL_TIME_BUDGET};
 use crate::proxy::{Proxy, Report};
+use crate::verdict::{Captured, Evidence};
 
-const DESCRIPTION: &str = "Renders a web page in a local headless browser (Chromium, Chrome or \
-Edge) so that its JavaScript runs, and returns the resulting DOM as Markdown (default) or HTML. \
-Use it for pages whose content is built by scripts (single-page apps, pages that show nothing \
-without JavaScript); for ordinary pages webfetch is faster. Every request the page makes goes \
-through a screening proxy: private, loopback and cloud-metadata addresses are refused (listed \
-in the result, the page renders without them). Returns the final URL, the refused requests and \
-the page (cut at 512 KiB of HTML, with a note). A page gets about 20 seconds; timers up to 5 \
-seconds run. Needs a Chrome-family browser installed (or VAK_BROWSER set).";
-
-/// Adds this crate's tools to a registry. `browser` is the configured browser (`[browse]
-/// browser`); `VAK_BROWSER` in the call's environment overrides it.
-pub fn register(registry: &mut Registry, browser: Option<PathBuf>) {
-    registry.register(Browse::new(browser));
+/// Adds `browse` to a registry: `settings` is its `[browse]` section (the browser, the
+/// deadline, the DOM cap; `VAK_BROWSER` in the call's environment overrides the browser), `net`
+/// the `[net]` section whose allow list the screening proxy's guard applies, as `webfetch`'s
+/// does.
+pub fn register(registry: &mut Registry, settings: &BrowseSettings, net: &NetSettings) {
+    registry.register(Browse::new(settings, net));
 }
 
 /// How the rendered page is returned.
@@ -132,33 +133,52 @@ struct BrowseArgs {
 
 /// The `browse` tool.
 struct Browse {
-    spec: ToolSpec,
-    browser: Option<PathBuf>,
+    settings: BrowseSettings,
+    /// Built once from `[net]`: the allow list is parsed here, not per call.
+    guard: Guard,
 }
 
 impl Browse {
-    fn new(browser: Option<PathBuf>) -> Self {
-        let spec = ToolSpec::new::<BrowseArgs>("browse", DESCRIPTION)
-            .with_capabilities([Capability::Network, Capability::Execute]);
-        Self { spec, browser }
+    fn new(settings: &BrowseSettings, net: &NetSettings) -> Self {
+        Self {
+            settings: settings.clone(),
+            guard: Guard::new(net),
+        }
     }
 }
 
 impl Tool for Browse {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    type Args = BrowseArgs;
+
+    fn name(&self) -> &str {
+        "browse"
     }
 
-    fn call<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        parse_and_run(args, move |args: BrowseArgs| async move {
-            browse(self.browser.as_deref(), &args, ctx)
-                .await
-                .map(ToolOutput::text)
-        })
+    /// Built from the settings: the deadline and the cap the model reads are the ones that
+    /// apply.
+    fn description(&self) -> String {
+        format!(
+            "Renders a web page in a local headless browser (Chromium, Chrome or Edge) so that \
+             its JavaScript runs, and returns the resulting DOM as Markdown (default) or HTML. \
+             Use it for pages whose content is built by scripts (single-page apps, pages that \
+             show nothing without JavaScript); for ordinary pages webfetch is faster. Every \
+             request the page makes goes through a screening proxy: private, loopback and \
+             cloud-metadata addresses are refused (listed in the result, the page renders \
+             without them). Returns the final URL, the refused requests and the page (cut at \
+             {body} of HTML, with a note). A page gets {deadline} in all; timers up to \
+             {timers} run. Needs a Chrome-family browser installed (or VAK_BROWSER set).",
+            body = human::size(self.settings.body_bytes as u64),
+            deadline = human::duration(self.settings.deadline()),
+            timers = human::duration(VIRTUAL_TIME_BUDGET),
+        )
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Network, Capability::Execute]
+    }
+
+    async fn run(&self, args: BrowseArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(self.browse(&args, ctx).await?))
     }
 }
 
@@ -167,83 +187,84 @@ struct Page {
     final_url: Url,
     report: Report,
     captured: Captured,
-    accepted: outcome::Accepted,
+    accepted: verdict::Accepted,
 }
 
-async fn browse(
-    configured: Option<&Path>,
-    args: &BrowseArgs,
-    ctx: &ToolContext,
-) -> Result<String, BrowseError> {
-    let budget = ctx.limits().browse_deadline;
-    let deadline = Instant::now() + budget;
-    let cancel = ctx.cancel();
+impl Browse {
+    async fn browse(&self, args: &BrowseArgs, ctx: &ToolContext) -> Result<String, BrowseError> {
+        let budget = self.settings.deadline();
+        let deadline = Instant::now() + budget;
+        let cancel = ctx.cancel();
 
-    let guard = Guard::new(ctx.net_policy());
-    let target = within(
-        screen::check_target(&guard, &args.url),
-        deadline,
-        budget,
-        cancel,
-    )
-    .await??;
+        let guard = &self.guard;
+        let target = within(
+            target::check_target(guard, &args.url),
+            deadline,
+            budget,
+            cancel,
+        )
+        .await??;
 
-    let browser = discover::find_browser(&discover::Search {
-        env_browser: ctx.env_var("VAK_BROWSER"),
-        configured,
-        path: ctx.env_var("PATH"),
-        home: ctx.env_var("HOME"),
-        mac_bundles: cfg!(target_os = "macos"),
-    })?;
+        let browser = discover::find_browser(&discover::Search {
+            env_browser: ctx.env_var("VAK_BROWSER"),
+            configured: self.settings.browser.as_deref(),
+            path: ctx.env_var("PATH"),
+            home: ctx.env_var("HOME"),
+            mac_bundles: cfg!(target_os = "macos"),
+        })?;
 
-    let scratch = ctx.scratch_dir().map_err(|source| BrowseError::Scratch {
-        path: ctx.workspace().join(".vak/scratch"),
-        source,
-    })?;
-    let dir = CallDir::create(&scratch)?;
-    let dialer = Arc::new(screen::GuardDialer::new(guard, target.intranet));
-    let proxy = Proxy::start(dialer, &target.url)
-        .await
-        .map_err(BrowseError::Proxy)?;
+        let scratch = ctx.scratch_dir().map_err(|source| BrowseError::Scratch {
+            path: ctx.workspace().join(".vak/scratch"),
+            source,
+        })?;
+        let dir = CallDir::create(&scratch)?;
+        let dialer = Arc::new(guard_dialer::GuardDialer::new(
+            guard.clone(),
+            target.intranet,
+        ));
+        let proxy = Proxy::start(dialer, &target.url)
+            .await
+            .map_err(BrowseError::Proxy)?;
 
-    let (ending, files) = launch::run(Launch {
-        browser: &browser,
-        url: &target.url,
-        proxy: proxy.addr(),
-        dir: &dir.path,
-        env: ctx.env(),
-        deadline,
-        budget,
-        cancel,
-    })
-    .await?;
-    let report = proxy.report();
-    let captured =
-        Captured::read(&files.dom, &files.log, ctx.limits().fetch_body_bytes).unwrap_or_default();
-    let refusal_page = proxy.is_refusal_page(&captured.dom);
-    drop(proxy);
-    dir.remove().await;
+        let (ending, files) = launch::run(Launch {
+            browser: &browser,
+            url: &target.url,
+            proxy: proxy.addr(),
+            dir: &dir.path,
+            env: ctx.env(),
+            deadline,
+            budget,
+            cancel,
+        })
+        .await?;
+        let report = proxy.report();
+        let captured =
+            Captured::read(&files.dom, &files.log, self.settings.body_bytes).unwrap_or_default();
+        let refusal_page = proxy.is_refusal_page(&captured.dom);
+        drop(proxy);
+        dir.remove().await;
 
-    let accepted = outcome::judge(&Evidence {
-        ending,
-        captured: &captured,
-        report: &report,
-        refusal_page,
-        reached_timeout: files.reached_timeout,
-        deadline: budget,
-        browser: &browser,
-    })?;
-    let final_url = report
-        .final_url
-        .clone()
-        .unwrap_or_else(|| target.url.clone());
-    let page = Page {
-        final_url,
-        report,
-        captured,
-        accepted,
-    };
-    render(page, args.format, deadline).await
+        let accepted = verdict::judge(&Evidence {
+            ending,
+            captured: &captured,
+            report: &report,
+            refusal_page,
+            reached_timeout: files.reached_timeout,
+            deadline: budget,
+            browser: &browser,
+        })?;
+        let final_url = report
+            .final_url
+            .clone()
+            .unwrap_or_else(|| target.url.clone());
+        let page = Page {
+            final_url,
+            report,
+            captured,
+            accepted,
+        };
+        render(page, args.format, deadline).await
+    }
 }
 
 /// Runs the target's screening unless the deadline passes or the call is cancelled first.
@@ -271,9 +292,9 @@ async fn render(page: Page, format: Format, deadline: Instant) -> Result<String,
     let mut notes = Vec::new();
     if captured.cut {
         notes.push(format!(
-            "the rendered DOM is {} bytes; only its first {} bytes were kept",
-            captured.dom_bytes,
-            captured.dom.len()
+            "the rendered DOM is {}; only its first {} were kept",
+            human::Size(captured.dom_bytes),
+            human::Size(captured.dom.len() as u64)
         ));
     }
     if accepted.load_timed_out {
@@ -288,7 +309,7 @@ async fn render(page: Page, format: Format, deadline: Instant) -> Result<String,
             "the browser had to be stopped at the deadline, after it had printed the page".into(),
         );
     }
-    let html = outcome::is_html(&captured.dom);
+    let html = verdict::is_html(&captured.dom);
     let body = match format {
         Format::Html => captured.dom,
         Format::Markdown if !html => {
@@ -425,18 +446,39 @@ mod tests {
     }
 
     #[test]
+    fn the_description_follows_the_settings() {
+        let net = NetSettings::default();
+        let default = Browse::new(&BrowseSettings::default(), &net).description();
+        let cut = format!("cut at {} of HTML", human::size(512 * 1024));
+        assert!(default.contains(&cut), "{default}");
+        assert!(default.contains("gets 20 s in all"), "{default}");
+        assert!(default.contains("timers up to 5 s run"), "{default}");
+
+        let settings = BrowseSettings {
+            body_bytes: 64 * 1024,
+            deadline_ms: 45_000,
+            ..BrowseSettings::default()
+        };
+        let changed = Browse::new(&settings, &net).description();
+        let cut = format!("cut at {} of HTML", human::size(64 * 1024));
+        assert!(changed.contains(&cut), "{changed}");
+        assert!(changed.contains("gets 45 s in all"), "{changed}");
+        assert!(!changed.contains(&human::size(512 * 1024)) && !changed.contains("20 s"));
+    }
+
+    #[test]
     fn spec_and_schema() {
-        let tool = Browse::new(None);
-        let spec = tool.spec();
+        let tool = Browse::new(&BrowseSettings::default(), &NetSettings::default());
+        let spec = vak_tool_core::DynTool::spec(&tool);
         assert_eq!(spec.name, "browse");
         assert_eq!(
             spec.capabilities,
             [Capability::Execute, Capability::Network]
         );
         use vak_tool_core::{PermissionMode, Posture, posture};
-        assert_eq!(posture(spec, PermissionMode::ReadOnly), Posture::Ask);
-        assert_eq!(posture(spec, PermissionMode::WorkspaceWrite), Posture::Ask);
-        assert_eq!(posture(spec, PermissionMode::FullAccess), Posture::Allow);
+        assert_eq!(posture(&spec, PermissionMode::ReadOnly), Posture::Ask);
+        assert_eq!(posture(&spec, PermissionMode::WorkspaceWrite), Posture::Ask);
+        assert_eq!(posture(&spec, PermissionMode::FullAccess), Posture::Allow);
         let schema = &spec.input_schema;
         assert_eq!(schema["required"], serde_json::json!(["url"]));
         assert_eq!(schema["additionalProperties"], false);

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use server::{Counter, Reply, Server};
-use vak_tool_core::{NetPolicy, OutputLimits, Registry, ToolContext, ToolOutput};
+use vak_tool_browse::BrowseSettings;
+use vak_tool_core::{Registry, ToolContext, ToolOutput, human};
+use vak_tool_net::NetSettings;
 
 /// The one test host `[net] allow` makes reachable.
 const TEST_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -60,7 +62,25 @@ struct Setup {
     registry: Registry,
 }
 
-fn setup(browser: Option<&Path>, deadline: Duration) -> Setup {
+/// `[net]` settings whose allow list names only the test host.
+fn net() -> NetSettings {
+    NetSettings::default().with_allow(["127.0.0.2/32"])
+}
+
+/// `[browse]` settings with this deadline, the rest default.
+fn deadline(deadline: Duration) -> BrowseSettings {
+    let mut settings = BrowseSettings::default();
+    settings.deadline_ms = u64::try_from(deadline.as_millis()).unwrap();
+    settings
+}
+
+/// `browse` with this deadline and `[net]` allowing the test host, run by `browser` (given as
+/// `VAK_BROWSER`).
+fn setup(browser: Option<&Path>, budget: Duration) -> Setup {
+    setup_with(browser, &deadline(budget))
+}
+
+fn setup_with(browser: Option<&Path>, settings: &BrowseSettings) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(key, _)| key != "VAK_BROWSER")
@@ -68,15 +88,9 @@ fn setup(browser: Option<&Path>, deadline: Duration) -> Setup {
     if let Some(browser) = browser {
         env.push(("VAK_BROWSER".into(), browser.into()));
     }
-    let mut limits = OutputLimits::default();
-    limits.browse_deadline = deadline;
-    let ctx = ToolContext::new(dir.path())
-        .unwrap()
-        .with_net_policy(NetPolicy::with_allow(["127.0.0.2/32"]))
-        .with_env(env)
-        .with_limits(limits);
+    let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
     let mut registry = Registry::new();
-    vak_tool_browse::register(&mut registry, None);
+    vak_tool_browse::register(&mut registry, settings, &net());
     Setup { dir, ctx, registry }
 }
 
@@ -345,31 +359,21 @@ async fn cancellation_mid_load_stops_the_browser() {
     };
     let server = Server::start(TEST_HOST, vec![("/", Reply::Hang)]).await;
     let setup = setup(Some(&browser), Duration::from_secs(20));
-    let ctx = setup.ctx.clone();
-    let call = {
-        let url = server.url("/");
-        let registry_ctx = ctx.clone();
-        async move {
-            let mut registry = Registry::new();
-            vak_tool_browse::register(&mut registry, None);
-            registry
-                .call("browse", json!({"url": url}), &registry_ctx)
-                .await
-        }
-    };
-    let call = tokio::spawn(call);
-    // Cancel once the browser is waiting for the page.
-    for _ in 0..400 {
-        if server.hits("/") > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    let call = setup.browse(json!({"url": server.url("/")}));
+    tokio::pin!(call);
+    // Cancel once the browser is waiting for the page (the call itself ends at its deadline at
+    // the latest, so this wait is bounded).
+    tokio::select! {
+        output = &mut call => panic!("the call ended before the browser asked for the page: {output:?}"),
+        () = server.requested("/") => {}
     }
-    assert_eq!(server.hits("/"), 1, "the browser never asked for the page");
-    ctx.cancel().cancel();
-    let output = call.await.unwrap();
+    setup.ctx.cancel().cancel();
+    let output = call.await;
     let text = error_text(&output);
-    assert!(text.contains("cancelled"), "{text}");
+    assert!(
+        text.contains("browse was cancelled and the browser was stopped"),
+        "{text}"
+    );
     setup.assert_nothing_left();
 }
 
@@ -419,19 +423,16 @@ async fn a_long_page_is_cut_with_a_note() {
     };
     let paragraphs: String = (0..400).map(|i| format!("<p>paragraph {i}</p>")).collect();
     let server = Server::start(TEST_HOST, vec![("/", html(&paragraphs))]).await;
-    let mut setup = setup(Some(&browser), Duration::from_secs(20));
-    let mut limits = setup.ctx.limits().clone();
-    limits.fetch_body_bytes = 2_000;
-    setup.ctx = setup.ctx.clone().with_limits(limits);
+    let mut settings = BrowseSettings::default();
+    settings.body_bytes = 2_000;
+    let setup = setup_with(Some(&browser), &settings);
     let text = ok_text(
         &setup
             .browse(json!({"url": server.url("/"), "format": "html"}))
             .await,
     );
-    assert!(
-        text.contains("only its first 2000 bytes were kept"),
-        "{text}"
-    );
+    let kept = format!("only its first {} were kept", human::size(2_000));
+    assert!(text.contains(&kept), "{text}");
     assert!(
         text.contains("paragraph 1") && !text.contains("paragraph 399"),
         "{text}"
@@ -450,16 +451,11 @@ async fn dropping_the_call_stops_the_browser() {
     {
         let call = setup.browse(json!({"url": server.url("/")}));
         tokio::pin!(call);
-        for _ in 0..400 {
-            tokio::select! {
-                output = &mut call => panic!("the call ended: {output:?}"),
-                () = tokio::time::sleep(Duration::from_millis(25)) => {}
-            }
-            if server.hits("/") > 0 {
-                break;
-            }
+        tokio::select! {
+            output = &mut call => panic!("the call ended before the browser asked for the page: {output:?}"),
+            () = server.requested("/") => {}
         }
-        assert_eq!(server.hits("/"), 1, "the browser never asked for the page");
+        assert_eq!(server.hits("/"), 1);
         // The call's future is dropped here, mid-load.
     }
     // Dropping kills at once but cannot wait: give the dead a moment to go.
@@ -526,10 +522,9 @@ async fn without_a_browser_the_call_fails_and_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path())
         .unwrap()
-        .with_net_policy(NetPolicy::with_allow(["127.0.0.2/32"]))
         .with_env([("PATH".into(), empty.path().into())]);
     let mut registry = Registry::new();
-    vak_tool_browse::register(&mut registry, None);
+    vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &net());
     let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
     assert!(
         text.contains("no Chrome-family browser was found"),
@@ -542,16 +537,46 @@ async fn without_a_browser_the_call_fails_and_says_what_to_do() {
     assert!(text.contains("never falls back"), "{text}");
 
     // A configured browser is used when VAK_BROWSER is not set, and reported when missing.
+    let mut settings = BrowseSettings::default();
+    settings.browser = Some(PathBuf::from("/nonexistent/configured"));
     let mut registry = Registry::new();
-    vak_tool_browse::register(
-        &mut registry,
-        Some(PathBuf::from("/nonexistent/configured")),
-    );
+    vak_tool_browse::register(&mut registry, &settings, &net());
     let text = error_text(&registry.call("browse", json!({"url": url_ok}), &ctx).await);
     assert!(
         text.contains("[browse] browser names `/nonexistent/configured`"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn the_net_allow_list_given_at_registration_reaches_the_guard() {
+    let bin = tempfile::tempdir().unwrap();
+    let (fake, mark) = marking_browser(bin.path());
+    let ctx = ToolContext::new(bin.path())
+        .unwrap()
+        .with_env([("VAK_BROWSER".into(), fake.clone().into())]);
+    let url = json!({"url": "http://127.0.0.2:8081/"});
+    // Without `[net] allow` the test host is loopback like any other: refused before launch.
+    let mut registry = Registry::new();
+    vak_tool_browse::register(
+        &mut registry,
+        &BrowseSettings::default(),
+        &NetSettings::default(),
+    );
+    let text = error_text(&registry.call("browse", url.clone(), &ctx).await);
+    assert!(
+        text.contains("the browser was not started") && text.contains("127.0.0.0/8"),
+        "{text}"
+    );
+    assert!(
+        !mark.exists(),
+        "the browser was started for a refused target"
+    );
+    // With it, the target passes and the (stand-in) browser is started.
+    let mut registry = Registry::new();
+    vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &net());
+    let output = registry.call("browse", url, &ctx).await;
+    assert!(mark.exists(), "{}", output.text_content());
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 /// What a route answers.
 #[derive(Clone)]
@@ -23,7 +24,14 @@ pub(crate) enum Reply {
 /// A scripted HTTP server.
 pub(crate) struct Server {
     pub(crate) addr: SocketAddr,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
+    hits: Arc<Hits>,
+}
+
+/// Requests per path, and a signal for each new one.
+#[derive(Default)]
+struct Hits {
+    by_path: Mutex<HashMap<String, usize>>,
+    arrived: Notify,
 }
 
 impl Server {
@@ -37,7 +45,7 @@ impl Server {
                 .map(|(path, reply)| (path.to_owned(), reply))
                 .collect(),
         );
-        let hits = Arc::new(Mutex::new(HashMap::new()));
+        let hits = Arc::new(Hits::default());
         let seen = Arc::clone(&hits);
         tokio::spawn(async move {
             loop {
@@ -57,15 +65,29 @@ impl Server {
 
     /// How many requests asked for `path`.
     pub(crate) fn hits(&self, path: &str) -> usize {
-        self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+        self.hits
+            .by_path
+            .lock()
+            .unwrap()
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Returns once a request for `path` has arrived (at once if one already has).
+    pub(crate) async fn requested(&self, path: &str) {
+        loop {
+            // Registered before the check, so an arrival in between is not missed.
+            let arrived = self.hits.arrived.notified();
+            if self.hits(path) > 0 {
+                return;
+            }
+            arrived.await;
+        }
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    routes: Arc<HashMap<String, Reply>>,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
-) {
+async fn serve(mut stream: TcpStream, routes: Arc<HashMap<String, Reply>>, hits: Arc<Hits>) {
     loop {
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
@@ -84,7 +106,13 @@ async fn serve(
             .next()
             .unwrap_or("/")
             .to_owned();
-        *hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+        *hits
+            .by_path
+            .lock()
+            .unwrap()
+            .entry(path.clone())
+            .or_default() += 1;
+        hits.arrived.notify_waiters();
         let reply = routes
             .get(&path)
             .cloned()

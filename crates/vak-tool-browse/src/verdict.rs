@@ -1,4 +1,5 @@
-//! Reading what the browser left behind and deciding what it means.
+//! The verdict on a run: reading what the browser left behind (the DOM and its log) and
+//! deciding whether it is a page, or why not.
 //!
 //! The rules, in order:
 //!

@@ -1,5 +1,5 @@
-//! The SSRF guard of `vak-tool-net`, seen from `browse`: the target check before launch and
-//! the proxy's [`Dialer`].
+//! The screening proxy's [`Dialer`] in production: every proxied request dialled through the
+//! SSRF guard of `vak-tool-net`, on a chain of the page's scope.
 
 use std::net::SocketAddr;
 
@@ -8,32 +8,7 @@ use url::Url;
 use vak_tool_core::BoxFuture;
 use vak_tool_net::guard::{Chain, Guard, Refusal};
 
-use crate::error::BrowseError;
 use crate::proxy::{DialError, Dialer};
-
-/// The target, checked and vetted before anything starts.
-pub(crate) struct Target {
-    /// The URL as the guard parsed it: what the browser is given.
-    pub(crate) url: Url,
-    /// Whether the target needed `[net] allow`; then the page's own requests may use it too.
-    pub(crate) intranet: bool,
-}
-
-/// Checks the target's URL and resolves and judges its host, like `webfetch`'s first hop.
-pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, BrowseError> {
-    let refused = |refusal: Refusal| BrowseError::TargetRefused {
-        url: input.trim().to_owned(),
-        reason: refusal.to_string(),
-    };
-    let chain = Chain::new();
-    let url = guard.check_url(input, &chain).map_err(refused)?;
-    let host = url.host_str().unwrap_or_default();
-    let vetted = guard.vet(host, &chain).await.map_err(refused)?;
-    Ok(Target {
-        url,
-        intranet: vetted.exempted,
-    })
-}
 
 /// Dials every proxied request through the guard, on a chain of the page's scope: the allow
 /// list applies only when the target itself was an allowed address.
@@ -100,12 +75,13 @@ fn dial_error(refusal: &Refusal, port: Option<u16>) -> DialError {
 
 #[cfg(test)]
 mod tests {
-    use vak_tool_core::NetPolicy;
+    use vak_tool_net::NetSettings;
 
     use super::*;
+    use crate::target::check_target;
 
     fn guard() -> Guard {
-        Guard::new(&NetPolicy::with_allow(["127.0.0.2/32"]))
+        Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]))
     }
 
     #[tokio::test]
@@ -150,22 +126,5 @@ mod tests {
         let dialer = GuardDialer::new(guard(), true);
         let result = dialer.dial("127.0.0.2", closed.port()).await;
         assert!(matches!(result, Err(DialError::Failed(_))), "{result:?}");
-    }
-
-    #[tokio::test]
-    async fn targets_are_checked_before_launch() {
-        for (url, why) in [
-            ("http://127.0.0.1/", "127.0.0.0/8"),
-            ("https://user:pw@example.com/", "user name or password"),
-            ("http://example.com:25/", "port 25"),
-            ("ftp://example.com/", "scheme `ftp`"),
-            ("http://metadata.google.internal/", "metadata"),
-        ] {
-            let Err(error) = check_target(&guard(), url).await else {
-                panic!("{url} was accepted");
-            };
-            let text = error.to_string();
-            assert!(text.contains(why), "{url}: {text}");
-        }
     }
 }

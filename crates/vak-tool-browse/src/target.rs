@@ -1,0 +1,61 @@
+//! The browse target, checked and vetted by the SSRF guard before anything starts.
+
+use url::Url;
+use vak_tool_net::guard::{Chain, Guard, Refusal};
+
+use crate::error::BrowseError;
+
+/// The target, checked and vetted before anything starts.
+pub(crate) struct Target {
+    /// The URL as the guard parsed it: what the browser is given.
+    pub(crate) url: Url,
+    /// Whether the target needed `[net] allow`; then the page's own requests may use it too.
+    pub(crate) intranet: bool,
+}
+
+/// Checks the target's URL and resolves and judges its host, like `webfetch`'s first hop.
+pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, BrowseError> {
+    let refused = |refusal: Refusal| BrowseError::TargetRefused {
+        url: input.trim().to_owned(),
+        reason: refusal.to_string(),
+    };
+    let chain = Chain::new();
+    let url = guard.check_url(input, &chain).map_err(refused)?;
+    let host = url.host_str().unwrap_or_default();
+    let vetted = guard.vet(host, &chain).await.map_err(refused)?;
+    Ok(Target {
+        url,
+        intranet: vetted.exempted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use vak_tool_net::NetSettings;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn targets_are_checked_before_launch() {
+        let guard = Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]));
+        assert!(
+            check_target(&guard, "http://127.0.0.2:8080/")
+                .await
+                .unwrap()
+                .intranet
+        );
+        for (url, why) in [
+            ("http://127.0.0.1/", "127.0.0.0/8"),
+            ("https://user:pw@example.com/", "user name or password"),
+            ("http://example.com:25/", "port 25"),
+            ("ftp://example.com/", "scheme `ftp`"),
+            ("http://metadata.google.internal/", "metadata"),
+        ] {
+            let Err(error) = check_target(&guard, url).await else {
+                panic!("{url} was accepted");
+            };
+            let text = error.to_string();
+            assert!(text.contains(why), "{url}: {text}");
+        }
+    }
+}
