@@ -17,7 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use vak_tool_core::{OutputLimits, Registry, ToolContext};
+use vak_tool_core::{Registry, ToolContext};
+use vak_tool_fs::FsSettings;
 
 /// Timed runs of each side per case (after one warm-up run of each).
 const RUNS: usize = 7;
@@ -245,13 +246,11 @@ pub(crate) fn bench(root: &Path, which: &str) -> Result<(), String> {
         other => return Err(format!("unknown search benchmark `{other}`")),
     };
     let (files, bytes) = tree_size(&corpus);
-    let mut limits = OutputLimits::default();
-    limits.glob_results = usize::MAX;
-    let ctx = ToolContext::new(&corpus)
-        .map_err(|error| error.to_string())?
-        .with_limits(limits);
+    let mut settings = FsSettings::default();
+    settings.glob_results = usize::MAX;
+    let ctx = ToolContext::new(&corpus).map_err(|error| error.to_string())?;
     let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry);
+    vak_tool_fs::register(&mut registry, &settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
