@@ -26,7 +26,9 @@
 //!
 //! let dialer = GuardDialer::new(Guard::new(&NetSettings::default()), Scope::PerRequest);
 //! let proxy = Proxy::start(Arc::new(dialer), ProxyOptions::default()).await?;
-//! println!("HTTP_PROXY=http://{}", proxy.addr());
+//! if let Some(addr) = proxy.addr() {
+//!     println!("HTTP_PROXY=http://{addr}");
+//! }
 //! # Ok(()) }
 //! ```
 
