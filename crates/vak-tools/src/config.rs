@@ -57,10 +57,11 @@ pub struct Config {
     #[serde(skip_serializing)]
     bash: Uncompiled,
     /// `[net]`: the network policy (`allow`) and `webfetch`'s limits. The allow list reaches
-    /// every tool that goes through the SSRF guard from here.
-    #[cfg(feature = "net")]
+    /// every tool that goes through the SSRF guard from here: `webfetch`, `browse`, and the
+    /// guarded proxy of `bash`'s sandbox (so it is here with either feature).
+    #[cfg(any(feature = "net", feature = "bash"))]
     pub net: vak_tool_net::NetSettings,
-    #[cfg(not(feature = "net"))]
+    #[cfg(not(any(feature = "net", feature = "bash")))]
     #[serde(skip_serializing)]
     net: Uncompiled,
     /// `[browse]`: which browser renders pages, and its limits.

@@ -72,7 +72,8 @@ pub use vak_tool_commitments as commitments;
 /// section of the configuration.
 ///
 /// This is the one place settings reach the tools: the `[net] allow` list, say, is handed to
-/// `webfetch` and to `browse` here, and nowhere else. `commitments` is added only when the
+/// `webfetch`, to `browse` and to `bash`'s guarded proxy here, and nowhere else; so is the
+/// permission mode that chooses `bash`'s sandbox. `commitments` is added only when the
 /// `commitment` feature is compiled in *and* `[commitment] enabled = true`; it then sits on the
 /// orientation floor.
 pub fn registry(config: &Config) -> Registry {
@@ -81,7 +82,12 @@ pub fn registry(config: &Config) -> Registry {
     #[cfg(feature = "fs")]
     vak_tool_fs::register(&mut registry, &config.fs);
     #[cfg(feature = "bash")]
-    vak_tool_bash::register(&mut registry, &config.bash);
+    vak_tool_bash::register(
+        &mut registry,
+        &config.bash,
+        &config.net,
+        config.permissions.mode,
+    );
     #[cfg(feature = "net")]
     vak_tool_net::register(&mut registry, &config.net);
     #[cfg(feature = "browse")]
