@@ -33,7 +33,12 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
     let mut registry = Registry::new();
-    vak_tool_bash::register(&mut registry, &vak_tool_bash::BashSettings::default());
+    vak_tool_bash::register(
+        &mut registry,
+        &vak_tool_bash::BashSettings::default(),
+        &vak_tool_net::NetSettings::default(),
+        vak_tool_core::PermissionMode::FullAccess,
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

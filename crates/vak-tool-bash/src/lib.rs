@@ -7,7 +7,12 @@
 //!
 //! # fn main() {
 //! let mut registry = Registry::new();
-//! vak_tool_bash::register(&mut registry, &vak_tool_bash::BashSettings::default());
+//! vak_tool_bash::register(
+//!     &mut registry,
+//!     &vak_tool_bash::BashSettings::default(),
+//!     &vak_tool_net::NetSettings::default(),
+//!     vak_tool_core::PermissionMode::FullAccess,
+//! );
 //! let workspace = tempfile::tempdir().unwrap();
 //! let ctx = ToolContext::new(workspace.path()).unwrap();
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -66,23 +71,33 @@
 
 mod capture;
 mod clean;
+mod env;
 mod error;
 mod procs;
 mod run;
+pub mod sandbox;
 mod settings;
 mod spawn;
 mod tree;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{Capability, Registry, Tool, ToolContext, ToolError, ToolOutput, human};
+use vak_tool_core::{
+    Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
+};
+use vak_tool_net::NetSettings;
+use vak_tool_net::guard::{Guard, Resolver};
+use vak_tool_net::proxy::{GuardDialer, Scope};
 
+pub use crate::env::{DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 use crate::error::BashError;
 use crate::run::{Request, run};
-pub use crate::settings::BashSettings;
+use crate::sandbox::Policy;
+pub use crate::settings::{BashSettings, Network};
 
 /// The default `timeout_ms`: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -106,15 +121,43 @@ pub struct BashArgs {
 }
 
 /// The `bash` tool.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Bash {
     settings: BashSettings,
+    guard: Guard,
+    policy: Policy,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Self::new(
+            BashSettings::default(),
+            PermissionMode::default(),
+            &NetSettings::default(),
+        )
+    }
 }
 
 impl Bash {
-    /// The tool, running commands with `settings`.
-    pub fn new(settings: BashSettings) -> Self {
-        Self { settings }
+    /// The tool, running commands with `settings`, sandboxed as `mode` asks (see the crate
+    /// docs); in the guarded network mode the proxy judges requests with `net`'s allow list.
+    pub fn new(settings: BashSettings, mode: PermissionMode, net: &NetSettings) -> Self {
+        Self::with_guard(settings, mode, Guard::new(net))
+    }
+
+    fn with_guard(settings: BashSettings, mode: PermissionMode, guard: Guard) -> Self {
+        let dialer = Arc::new(GuardDialer::new(guard.clone(), Scope::PerRequest));
+        Self {
+            settings,
+            guard,
+            policy: Policy { mode, dialer },
+        }
+    }
+
+    /// The same tool whose proxy resolves names with `resolver` (tests script the answers).
+    pub fn with_resolver(self, resolver: Arc<dyn Resolver>) -> Self {
+        let guard = self.guard.with_resolver(resolver);
+        Self::with_guard(self.settings, self.policy.mode, guard)
     }
 }
 
@@ -156,7 +199,7 @@ impl Tool for Bash {
 
     async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let request = request(args, ctx)?;
-        Ok(run(request, &self.settings, ctx).await)
+        Ok(run(request, &self.settings, &self.policy, ctx).await)
     }
 }
 
@@ -205,9 +248,15 @@ fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
     })
 }
 
-/// Adds the `bash` tool, running commands with `settings`, to a registry.
-pub fn register(registry: &mut Registry, settings: &BashSettings) {
-    registry.register(Bash::new(settings.clone()));
+/// Adds the `bash` tool to a registry: commands run with `settings`, in the sandbox of `mode`
+/// (none in `full-access`), their HTTP(S) judged by the guard with `net`'s allow list.
+pub fn register(
+    registry: &mut Registry,
+    settings: &BashSettings,
+    net: &NetSettings,
+    mode: PermissionMode,
+) {
+    registry.register(Bash::new(settings.clone(), mode, net));
 }
 
 #[cfg(test)]
@@ -244,7 +293,8 @@ mod tests {
             stream_bytes: 64 * 1024,
             ..BashSettings::default()
         };
-        let text = Bash::new(settings).description();
+        let text =
+            Bash::new(settings, PermissionMode::default(), &NetSettings::default()).description();
         assert!(text.contains("`zsh -c`"), "{text}");
         assert!(text.contains("after a 1.5 s grace, SIGKILL"), "{text}");
         assert!(text.contains("first and last 32 KiB"), "{text}");

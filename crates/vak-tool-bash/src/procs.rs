@@ -182,21 +182,71 @@ pub(crate) struct Scan {
     pub(crate) blank: bool,
 }
 
+/// The PID namespace of a sandboxed call: every process in it belongs to the call, and none
+/// can leave it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Namespace {
+    /// Process 1 of the namespace (the sandbox's init), as the tool sees it. Never listed:
+    /// it is the sandbox, not the command, and it ends when the call closes the sandbox.
+    pub(crate) init: Proc,
+    /// The namespace's inode number.
+    pub(crate) inode: u64,
+}
+
+impl Namespace {
+    /// The namespace of the sandbox whose init is `pid`.
+    pub(crate) fn of_init(pid: i32) -> Option<Self> {
+        let stat = read_stat(pid)?;
+        Some(Self {
+            init: Proc {
+                pid,
+                start: stat.start,
+            },
+            inode: pid_namespace(pid)?,
+        })
+    }
+}
+
+/// The inode of a process's PID namespace.
+pub(crate) fn pid_namespace(pid: i32) -> Option<u64> {
+    rustix::fs::stat(format!("/proc/{pid}/ns/pid"))
+        .ok()
+        .map(|stat| stat.st_ino)
+}
+
+/// A process's pid inside its own (innermost) PID namespace, from `NSpid` in its status.
+pub(crate) fn inner_pid(pid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
 /// What identifies the processes of one call.
 #[derive(Debug, Clone)]
 pub(crate) struct Anchor {
-    /// The shell's pid: also its session and process group id.
+    /// The shell's pid: also its session and process group id. In a sandboxed call, the
+    /// helper's pid (the session and group are init's).
     pub(crate) pid: i32,
-    /// The shell's start time; no process of the call started earlier.
+    /// The shell's (or the helper's) start time; no process of the call started earlier.
     pub(crate) start: u64,
     /// The call's id, as found in `VAK_CALL_ID`.
     pub(crate) call_id: String,
+    /// Whether the call runs in the sandbox: its processes are those of [`Anchor::namespace`].
+    pub(crate) sandboxed: bool,
+    /// The sandbox's PID namespace, once the helper has said which.
+    pub(crate) namespace: Option<Namespace>,
 }
 
 impl Anchor {
     /// The processes of the call that are still running (zombies and exiting processes are
     /// left out: they are over).
     pub(crate) fn scan(&self) -> Scan {
+        if self.sandboxed {
+            return self
+                .namespace
+                .map(|ns| self.scan_namespace(ns))
+                .unwrap_or_default();
+        }
         if self.pid <= 1 {
             // No shell pid (it cannot happen after a spawn): never match session 0, the
             // kernel's threads.
@@ -246,11 +296,51 @@ impl Anchor {
         Scan { alive, blank }
     }
 
-    /// Sends `signal` to the shell's process group and to each process in `procs`.
+    /// Every process of the sandbox's namespace but its init.
+    fn scan_namespace(&self, ns: Namespace) -> Scan {
+        let mut alive: Vec<Proc> = all_stats()
+            .iter()
+            .filter(|stat| {
+                stat.pid != ns.init.pid
+                    && stat.start >= ns.init.start
+                    && !stat.kernel()
+                    && !stat.ended()
+                    && pid_namespace(stat.pid) == Some(ns.inode)
+            })
+            .map(|stat| Proc {
+                pid: stat.pid,
+                start: stat.start,
+            })
+            .collect();
+        alive.sort();
+        Scan {
+            alive,
+            blank: false,
+        }
+    }
+
+    /// Sends `signal` to the shell's process group and to each process in `procs`. In the
+    /// sandbox, SIGKILL also goes to its init, which takes every process of the namespace
+    /// with it.
     ///
     /// Sound only while the shell is unreaped (see the module docs); [`crate::tree::Tree`]
-    /// guarantees that.
+    /// guarantees that. In the sandbox, the group is init's, which lives until the call ends.
     pub(crate) fn signal(&self, procs: &[Proc], signal: Signal) {
+        if self.sandboxed {
+            if let Some(ns) = self.namespace {
+                // Init ignores every signal but SIGKILL from outside its namespace.
+                if let Some(group) = Pid::from_raw(ns.init.pid) {
+                    let _ = rustix::process::kill_process_group(group, signal);
+                }
+                for proc in procs {
+                    signal_one(*proc, signal);
+                }
+                if signal == Signal::KILL {
+                    signal_one(ns.init, Signal::KILL);
+                }
+            }
+            return;
+        }
         if let Some(group) = Pid::from_raw(self.pid) {
             // Fails with ESRCH once the group is empty, which is fine.
             let _ = rustix::process::kill_process_group(group, signal);

@@ -32,6 +32,7 @@ use crate::capture::{Capture, Kept};
 use crate::clean::clean;
 use crate::error::BashError;
 use crate::procs::{Proc, cmdline, signal_name};
+use crate::sandbox::{Control, Plan, Policy, control};
 use crate::settings::BashSettings;
 use crate::spawn::{Launch, new_call_id, spawn};
 use crate::tree::{BLANK_RESCANS, BLANK_WAIT, ShellEnd, Tree};
@@ -55,6 +56,7 @@ pub(crate) struct Request {
 pub(crate) async fn run(
     request: Request,
     settings: &BashSettings,
+    policy: &Policy,
     ctx: &ToolContext,
 ) -> ToolOutput {
     if ctx.cancel().is_cancelled() {
@@ -64,18 +66,39 @@ pub(crate) async fn run(
         Ok(dir) => dir,
         Err(source) => return ToolOutput::error(BashError::Scratch { source }.to_string()),
     };
+    let plan = match policy.plan(ctx, &tmpdir, &request.cwd, settings, &request.command) {
+        Ok(plan) => plan,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let sockets = match plan.as_ref().map(|_| control::pair()).transpose() {
+        Ok(sockets) => sockets,
+        Err(source) => return ToolOutput::error(BashError::Control { source }.to_string()),
+    };
+    let (ours, theirs) = sockets.unzip();
     let call_id = new_call_id();
     let launch = Launch {
         shell: &settings.shell,
         command: &request.command,
         cwd: &request.cwd,
         env: ctx.env(),
+        policy: &settings.env,
         tmpdir: &tmpdir,
         call_id: &call_id,
+        sandbox: plan
+            .as_ref()
+            .zip(theirs)
+            .map(|(plan, theirs)| (plan.helper.as_path(), &plan.spec, theirs)),
     };
-    let mut child = match spawn(&launch) {
+    let mut child = match spawn(launch) {
         Ok(child) => child,
         Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let control = match ours
+        .map(|ours| Control::new(ours, plan.as_ref().and_then(Plan::dialer)))
+        .transpose()
+    {
+        Ok(control) => control,
+        Err(source) => return ToolOutput::error(BashError::Control { source }.to_string()),
     };
     let started = Instant::now();
     let mut streams = Streams::new(
@@ -83,7 +106,7 @@ pub(crate) async fn run(
         child.stderr.take(),
         settings.stream_bytes,
     );
-    let mut tree = Tree::new(child, call_id);
+    let mut tree = Tree::new(child, call_id, control);
     let timeout_at = started + request.timeout;
     let hard = timeout_at + settings.kill_grace() + settings.drain_cap();
     let mut seen = Seen::default();
@@ -101,6 +124,11 @@ pub(crate) async fn run(
             })
             .await
     };
+    if let (Some(reason), Some(plan)) = (tree.refusal(), &plan) {
+        let text = plan.refusal(reason);
+        tree.finish(Duration::from_millis(500)).await;
+        return ToolOutput::error(text);
+    }
     let (status, stopped) = match trigger {
         Trigger::Exited(end) => {
             let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
@@ -115,6 +143,7 @@ pub(crate) async fn run(
         }
         Trigger::TimedOut | Trigger::Cancelled => {
             let elapsed = started.elapsed();
+            tree.catch_up().await;
             let stopped = stop_tree(&tree, &mut streams, &mut seen, settings, hard).await;
             let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
             streams.drain(settings.drain_idle(), drain_end).await;
@@ -127,16 +156,31 @@ pub(crate) async fn run(
             (status, stopped)
         }
     };
-    let shell = tree.pid();
+    let report = tree.proxy_report();
     tree.finish(Duration::from_millis(500)).await;
+    let stdout = streams.stdout.kept();
+    let stderr = streams.stderr.kept();
+    let failed = !matches!(status, Status::Exited(ShellEnd::Code(0)));
+    let notes = plan
+        .as_ref()
+        .map(|plan| {
+            plan.notes(
+                report.as_ref(),
+                failed,
+                &clean(&stderr.head),
+                &clean(&stderr.tail),
+            )
+        })
+        .unwrap_or_default();
     render(&Outcome {
         status,
         stopped,
-        listed: seen.listed(shell),
-        stdout: streams.stdout.kept(),
-        stderr: streams.stderr.kept(),
+        listed: seen.listed(),
+        stdout,
+        stderr,
         grace: settings.kill_grace(),
         timeout: request.timeout,
+        notes,
     })
 }
 
@@ -173,20 +217,33 @@ struct Stopped {
     survivors: Vec<Proc>,
 }
 
-/// Every process of the call seen while stopping it: its command line, and whether it needed
-/// SIGKILL.
+/// What is known of one process seen while stopping a call.
 #[derive(Debug, Default)]
-struct Seen(BTreeMap<Proc, (String, bool)>);
+struct Sighting {
+    line: String,
+    killed: bool,
+    shell: bool,
+    /// Its pid as the command sees it (inside the sandbox's PID namespace).
+    shown: i32,
+}
+
+/// Every process of the call seen while stopping it.
+#[derive(Debug, Default)]
+struct Seen(BTreeMap<Proc, Sighting>);
 
 impl Seen {
     /// Records `procs`, keeping the latest command line of each: one seen between `fork` and
     /// `exec` (`setsid sleep 9` about to become `sleep 9`) is shown as what it became.
-    fn note(&mut self, procs: &[Proc]) {
+    fn note(&mut self, procs: &[Proc], tree: &Tree) {
         for proc in procs {
             let line = cmdline(proc.pid);
-            let (known, _) = self.0.entry(*proc).or_default();
-            if known.is_empty() || !line.starts_with('[') {
-                *known = line;
+            let sighting = self.0.entry(*proc).or_default();
+            if sighting.line.is_empty() || !line.starts_with('[') {
+                sighting.line = line;
+            }
+            sighting.shell = sighting.shell || tree.is_shell(proc.pid);
+            if sighting.shown == 0 {
+                sighting.shown = tree.shown_pid(proc.pid);
             }
         }
     }
@@ -194,19 +251,19 @@ impl Seen {
     /// Marks `procs` as sent SIGKILL.
     fn killed(&mut self, procs: &[Proc]) {
         for proc in procs {
-            if let Some((_, killed)) = self.0.get_mut(proc) {
-                *killed = true;
+            if let Some(sighting) = self.0.get_mut(proc) {
+                sighting.killed = true;
             }
         }
     }
 
-    /// The processes to list, all but the shell itself: pid, command line, whether SIGKILL was
-    /// needed.
-    fn listed(&self, shell: i32) -> Vec<(i32, String, bool)> {
+    /// The processes to list, all but the shell itself: pid (as the command saw it), command
+    /// line, whether SIGKILL was needed.
+    fn listed(&self) -> Vec<(i32, String, bool)> {
         self.0
-            .iter()
-            .filter(|(proc, _)| proc.pid != shell)
-            .map(|(proc, (line, killed))| (proc.pid, line.clone(), *killed))
+            .values()
+            .filter(|sighting| !sighting.shell)
+            .map(|sighting| (sighting.shown, sighting.line.clone(), sighting.killed))
             .collect()
     }
 }
@@ -239,7 +296,7 @@ async fn stop_tree(
     if alive.is_empty() {
         return None;
     }
-    seen.note(&alive);
+    seen.note(&alive, tree);
     tree.signal(&alive, Signal::TERM);
     let mut termed = alive;
     let grace_end = (Instant::now() + settings.kill_grace()).min(hard);
@@ -258,7 +315,7 @@ async fn stop_tree(
                 survivors: Vec::new(),
             });
         }
-        seen.note(&alive);
+        seen.note(&alive, tree);
         let fresh: Vec<Proc> = alive
             .into_iter()
             .filter(|proc| !termed.contains(proc))
@@ -275,7 +332,7 @@ async fn stop_tree(
         if alive.is_empty() || (round >= 5 && Instant::now() >= hard) {
             break;
         }
-        seen.note(&alive);
+        seen.note(&alive, tree);
         seen.killed(&alive);
         tree.signal(&alive, Signal::KILL);
         streams.pump(tokio::time::sleep(POLL / 4)).await;
@@ -467,6 +524,8 @@ struct Outcome {
     stderr: Kept,
     grace: Duration,
     timeout: Duration,
+    /// What the sandbox has to say: refusals of its network guard and of its file rules.
+    notes: Vec<String>,
 }
 
 fn render(outcome: &Outcome) -> ToolOutput {
@@ -577,6 +636,12 @@ fn render(outcome: &Outcome) -> ToolOutput {
     } else {
         text.push_str(&sections.join("\n"));
     }
+    for note in &outcome.notes {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let _ = writeln!(text, "note: {note}");
+    }
     let text = text.strip_suffix('\n').unwrap_or(&text).to_owned();
     if is_error {
         ToolOutput::error(text)
@@ -638,6 +703,7 @@ mod tests {
             stderr: empty(),
             grace: Duration::from_millis(1500),
             timeout: Duration::from_secs(120),
+            notes: Vec::new(),
         };
         let text = render(&outcome).text_content();
         assert_eq!(

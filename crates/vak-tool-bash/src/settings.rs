@@ -5,6 +5,23 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::env::EnvPolicy;
+
+/// `[bash] network`: what a sandboxed command (every mode but `full-access`) may reach.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Network {
+    /// HTTP(S) through the tool's guarded forward proxy, the only address the command can
+    /// reach: `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lower-case forms) point at
+    /// it, so `curl`, `pip`, `cargo`, `git` and `npm` work, judged by the same SSRF guard and
+    /// `[net] allow` as `webfetch` (the default).
+    #[default]
+    Guarded,
+    /// Nothing: loopback only.
+    None,
+}
+
 /// `[bash]` of `.vak/config.toml`: which shell runs the commands, how much of each stream is
 /// kept, and how long the stages of ending a call may take. Every key is optional; a missing
 /// key keeps its default.
@@ -32,6 +49,15 @@ pub struct BashSettings {
     pub drain_idle_ms: u64,
     /// The most milliseconds the pipes are read after the shell exits (default 2000).
     pub drain_cap_ms: u64,
+    /// What a sandboxed command may reach: `"guarded"` (default: HTTP(S) through the guarded
+    /// proxy) or `"none"`. `full-access` is not sandboxed and reaches everything.
+    pub network: Network,
+    /// `[bash.env]`: which of the caller's variables the command sees (default: all but the
+    /// names that look like credentials: `*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, …).
+    pub env: EnvPolicy,
+    /// The sandbox helper (default: found as `vak-sandbox` next to the running program, in
+    /// the folder above it, or on `PATH`; `vak-tools` names itself, as it embeds the helper).
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 impl Default for BashSettings {
@@ -42,6 +68,9 @@ impl Default for BashSettings {
             kill_grace_ms: 2000,
             drain_idle_ms: 300,
             drain_cap_ms: 2000,
+            network: Network::Guarded,
+            env: EnvPolicy::default(),
+            sandbox_helper: None,
         }
     }
 }

@@ -1,7 +1,9 @@
-//! Starting the shell: `SHELL -c COMMAND` in a new session, with stdin from `/dev/null`, piped
-//! stdout and stderr, the call's folder and a non-interactive environment.
+//! Starting the shell: `SHELL -c COMMAND` in a new session (directly in `full-access`, through
+//! the sandbox helper otherwise), with stdin from `/dev/null`, piped stdout and stderr, the
+//! call's folder and the environment of `[bash] env` plus a non-interactive set.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,8 +11,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::process::{Child, Command};
 
+use crate::env::EnvPolicy;
 use crate::error::BashError;
 use crate::procs::CALL_ID_VAR;
+use crate::sandbox::{Role, Spec};
 
 /// Variables that keep programs from waiting for a person: no pager, no editor, no prompt, no
 /// colour, no interactive installer.
@@ -55,40 +59,62 @@ pub(crate) struct Launch<'a> {
     pub(crate) shell: &'a Path,
     pub(crate) command: &'a str,
     pub(crate) cwd: &'a Path,
+    /// The context's environment, as given: where an outer call's id comes from.
     pub(crate) env: &'a [(OsString, OsString)],
+    /// The environment policy of `[bash] env`.
+    pub(crate) policy: &'a EnvPolicy,
     pub(crate) tmpdir: &'a Path,
     pub(crate) call_id: &'a str,
+    /// The sandbox helper and the control socket's helper end, outside `full-access`.
+    pub(crate) sandbox: Option<(&'a Path, &'a Spec, OwnedFd)>,
 }
 
-/// Starts the shell.
-pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Child, BashError> {
+/// Starts the shell: directly in a new session, or through the sandbox helper.
+pub(crate) fn spawn(launch: Launch<'_>) -> Result<Child, BashError> {
     check_shell(launch.shell)?;
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "vak-tool-bash is one of the two crates that start processes"
-    )]
-    let mut command = Command::new(launch.shell);
-    command
-        .arg("-c")
-        .arg(launch.command)
-        .current_dir(launch.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .env_clear();
     let inherited = launch
         .env
         .iter()
         .rev()
         .find(|(key, _)| key == CALL_ID_VAR)
         .map(|(_, value)| value.as_os_str());
+    let call_id = call_id_chain(inherited, launch.call_id);
+    let mut command = match launch.sandbox {
+        Some((helper, spec, control)) => {
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "vak-tool-bash is one of the two crates that start processes"
+            )]
+            let mut command = Command::new(helper);
+            command
+                .args(spec.to_args(Role::Run))
+                .stdin(Stdio::from(control))
+                // Out of the caller's process group: a terminal's Ctrl-C reaches the caller,
+                // which cancels the call, not the helper. Init starts the new session.
+                .process_group(0);
+            command
+        }
+        None => {
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "vak-tool-bash is one of the two crates that start processes"
+            )]
+            let mut command = Command::new(launch.shell);
+            command.arg("-c").arg(launch.command).stdin(Stdio::null());
+            new_session(command.as_std_mut());
+            command
+        }
+    };
     command
-        .envs(launch.env.iter().map(|(key, value)| (key, value)))
+        .current_dir(launch.cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .env_clear()
+        .envs(launch.policy.apply(launch.env))
         .envs(NON_INTERACTIVE.iter().copied())
         .env("TMPDIR", launch.tmpdir)
-        .env(CALL_ID_VAR, call_id_chain(inherited, launch.call_id));
-    new_session(command.as_std_mut());
+        .env(CALL_ID_VAR, call_id);
     command.spawn().map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound && !launch.cwd.is_dir() {
             BashError::CwdMissing {

@@ -1,5 +1,9 @@
 //! The guard that owns a call's shell: it watches for the shell's exit without reaping it, and
 //! kills the whole tree when it is dropped before the call finished.
+//!
+//! In the sandbox the tool's child is the helper, not the shell: the shell's end comes as a
+//! message on the control socket, the call's processes are those of the sandbox's PID
+//! namespace, and closing the control socket ends the namespace (the helper kills its init).
 
 use std::time::Duration;
 
@@ -7,7 +11,8 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
-use crate::procs::{Anchor, Proc, Scan, read_stat};
+use crate::procs::{Anchor, Namespace, Proc, Scan, inner_pid, read_stat};
+use crate::sandbox::Control;
 
 /// How the shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +31,8 @@ pub(crate) enum ShellEnd {
 pub(crate) struct Tree {
     anchor: Anchor,
     watch: Option<JoinHandle<()>>,
+    /// The sandbox's control socket, in a sandboxed call.
+    control: Option<Control>,
     end: Option<ShellEnd>,
     armed: bool,
     // Declared last so that it is dropped after `Drop::drop` ran: tokio then reaps it.
@@ -33,38 +40,98 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    /// Takes charge of a freshly spawned shell.
-    pub(crate) fn new(child: Child, call_id: String) -> Self {
+    /// Takes charge of a freshly spawned shell, or of the sandbox helper and its control
+    /// socket.
+    pub(crate) fn new(child: Child, call_id: String, control: Option<Control>) -> Self {
         let pid = child
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .unwrap_or(0);
         let start = read_stat(pid).map_or(0, |stat| stat.start);
-        let watch = Pid::from_raw(pid).map(watch_exit);
+        let sandboxed = control.is_some();
+        let watch = if sandboxed {
+            None
+        } else {
+            Pid::from_raw(pid).map(watch_exit)
+        };
         Self {
             anchor: Anchor {
                 pid,
                 start,
                 call_id,
+                sandboxed,
+                namespace: None,
             },
             watch,
+            control,
             end: None,
             armed: true,
             child: Some(child),
         }
     }
 
-    /// The shell's pid.
-    pub(crate) fn pid(&self) -> i32 {
-        self.anchor.pid
+    /// Whether `pid` is the shell itself (not listed among what it left running).
+    pub(crate) fn is_shell(&self, pid: i32) -> bool {
+        if self.anchor.sandboxed {
+            // Init's first and only child is the shell: pid 2 of the namespace.
+            self.anchor.namespace.is_some() && inner_pid(pid) == Some(2)
+        } else {
+            pid == self.anchor.pid
+        }
+    }
+
+    /// `pid` as the command sees it: inside the sandbox, its pid in the sandbox's namespace.
+    pub(crate) fn shown_pid(&self, pid: i32) -> i32 {
+        if self.anchor.sandboxed {
+            inner_pid(pid).unwrap_or(pid)
+        } else {
+            pid
+        }
+    }
+
+    /// Why the sandbox could not run the command, if it could not.
+    pub(crate) fn refusal(&self) -> Option<&str> {
+        self.control.as_ref()?.refusal.as_deref()
+    }
+
+    /// What the sandbox's proxy refused, in the guarded network mode.
+    pub(crate) fn proxy_report(&self) -> Option<vak_tool_net::proxy::Report> {
+        self.control.as_ref()?.report()
     }
 
     /// How the shell ended, if it has (without reaping it).
     pub(crate) fn end(&mut self) -> Option<ShellEnd> {
         if self.end.is_none() {
-            self.end = self.poll_end();
+            self.end = match &self.control {
+                Some(control) => control.end,
+                None => self.poll_end(),
+            };
         }
         self.end
+    }
+
+    /// Reads the sandbox's messages until `done` says enough; notes init when it is named.
+    async fn follow(&mut self, done: impl Fn(&Control) -> bool) {
+        let Some(control) = self.control.as_mut() else {
+            return;
+        };
+        loop {
+            if let Some(pid) = control.init
+                && self.anchor.namespace.is_none()
+            {
+                self.anchor.namespace = Namespace::of_init(pid);
+            }
+            if done(control) || !control.next().await {
+                return;
+            }
+        }
+    }
+
+    /// Reads what the sandbox has already said (init's pid above all), for a moment at most: a
+    /// call stopped early must still know its namespace.
+    pub(crate) async fn catch_up(&mut self) {
+        let wait = Duration::from_millis(200);
+        let _ = tokio::time::timeout(wait, self.follow(|control| control.init.is_some())).await;
     }
 
     fn poll_end(&self) -> Option<ShellEnd> {
@@ -78,8 +145,25 @@ impl Tree {
         }
     }
 
-    /// Waits until the shell has ended (it is not reaped).
+    /// Waits until the shell has ended (it is not reaped). In the sandbox: until the helper
+    /// reported the end (and named init), refused to run the command, or ended.
     pub(crate) async fn ended(&mut self) -> ShellEnd {
+        if self.control.is_some() {
+            self.follow(|control| {
+                control.refusal.is_some() || (control.end.is_some() && control.init.is_some())
+            })
+            .await;
+            let control = self.control.as_mut();
+            if let Some(control) = control {
+                if control.end.is_none() && control.refusal.is_none() {
+                    control.refusal = Some(
+                        "the sandbox helper ended before the command did (was it killed?)".into(),
+                    );
+                }
+                self.end = control.end;
+            }
+            return self.end.unwrap_or(ShellEnd::Code(125));
+        }
         loop {
             if let Some(end) = self.end() {
                 return end;
@@ -109,6 +193,10 @@ impl Tree {
     /// process of the call has been stopped.
     pub(crate) async fn finish(mut self, wait: Duration) {
         self.armed = false;
+        if let Some(control) = &mut self.control {
+            // The helper kills init, which takes whatever is left of the namespace with it.
+            control.close();
+        }
         if let Some(mut child) = self.child.take() {
             // An unreaped child that outlives this wait goes to tokio's orphan queue on drop.
             let _ = tokio::time::timeout(wait, child.wait()).await;
@@ -139,6 +227,10 @@ fn watch_exit(pid: Pid) -> JoinHandle<()> {
 impl Drop for Tree {
     fn drop(&mut self) {
         if self.armed {
+            if let Some(ns) = self.anchor.namespace {
+                // Init's death ends every process of the namespace at once.
+                crate::procs::signal_one(ns.init, Signal::KILL);
+            }
             kill_now(&self.anchor);
         }
     }

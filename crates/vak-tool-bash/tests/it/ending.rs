@@ -8,13 +8,14 @@
 use std::time::Duration;
 
 use serde_json::json;
-use vak_tool_core::CancellationToken;
+use vak_tool_core::{CancellationToken, PermissionMode};
 
 use crate::support::{Setup, carrying, pid_is_gone, quick_settings, section, wait_gone};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_kills_the_grandchild_it_printed() {
-    let setup = Setup::with_settings(quick_settings());
+    // Unsandboxed, so that the pid the command prints is the one the test can look up.
+    let setup = Setup::with_settings(quick_settings()).in_mode(PermissionMode::FullAccess);
     let run = setup
         .call(json!({"command": "sleep 60 & echo $!; sleep 60", "timeout_ms": 1000}))
         .await;
@@ -231,7 +232,12 @@ async fn dropping_the_future_kills_the_tree() {
     let setup = Setup::with_settings(quick_settings());
     let command = "sleep 300 & setsid sleep 300 & (setsid sleep 300 &); sleep 300";
     let mut registry = vak_tool_core::Registry::new();
-    vak_tool_bash::register(&mut registry, &setup.settings);
+    vak_tool_bash::register(
+        &mut registry,
+        &setup.settings,
+        &vak_tool_net::NetSettings::default(),
+        setup.mode,
+    );
     let call = registry.call("bash", json!({"command": command}), &setup.ctx);
     {
         let mut call = std::pin::pin!(call);
@@ -262,7 +268,8 @@ async fn an_unfindable_escapee_cannot_hold_the_call_past_its_bound() {
     // still ends the call, and the test stops the process itself.
     // The escapee ignores SIGPIPE, so it outlives the call's closed pipes: it is still
     // running when the call returns, which shows the call did not wait for it to end.
-    let setup = Setup::with_settings(quick_settings());
+    // Outside `full-access` the sandbox's PID namespace finds it (see `sandbox.rs`).
+    let setup = Setup::with_settings(quick_settings()).in_mode(PermissionMode::FullAccess);
     let tag = format!("tick-{}", setup.marker);
     let command = format!(
         "(env -i /usr/bin/setsid /bin/sh -c \

@@ -9,4 +9,5 @@ mod support;
 
 mod ending;
 mod output;
+mod sandbox;
 mod spawn;

@@ -9,7 +9,8 @@ use crate::support::Setup;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shell_leads_its_own_session_without_a_terminal() {
-    let setup = Setup::new();
+    // Unsandboxed; in the sandbox the session is its init's (see `sandbox.rs`).
+    let setup = Setup::new().in_mode(vak_tool_core::PermissionMode::FullAccess);
     // Fields 5, 6 and 7 of /proc/PID/stat: process group, session, controlling terminal.
     let run = setup
         .command(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 use vak_tool_bash::BashSettings;
-use vak_tool_core::{Registry, ToolContext, ToolOutput};
+use vak_tool_core::{PermissionMode, Registry, ToolContext, ToolOutput};
 
 /// A workspace, the tool's settings and a context whose calls carry a unique marker in
 /// `VAK_CALL_ID`.
@@ -16,6 +16,8 @@ pub(crate) struct Setup {
     pub(crate) ctx: ToolContext,
     pub(crate) marker: String,
     pub(crate) settings: BashSettings,
+    /// The permission mode the tool is registered with (default `workspace-write`: sandboxed).
+    pub(crate) mode: PermissionMode,
 }
 
 /// The result of one call.
@@ -40,9 +42,16 @@ fn marker() -> String {
     )
 }
 
+/// The settings of every test: the crate's own helper, named as cargo built it.
+pub(crate) fn test_settings() -> BashSettings {
+    let mut settings = BashSettings::default();
+    settings.sandbox_helper = Some(env!("CARGO_BIN_EXE_vak-sandbox").into());
+    settings
+}
+
 /// Quick settings for tests: the grace and the drain cap are cut so that tests stay quick.
 pub(crate) fn quick_settings() -> BashSettings {
-    let mut settings = BashSettings::default();
+    let mut settings = test_settings();
     settings.kill_grace_ms = 500;
     settings.drain_cap_ms = 1000;
     settings
@@ -50,7 +59,14 @@ pub(crate) fn quick_settings() -> BashSettings {
 
 impl Setup {
     pub(crate) fn new() -> Self {
-        Self::with_settings(BashSettings::default())
+        Self::with_settings(test_settings())
+    }
+
+    /// The same setup, registering the tool with `mode`.
+    #[allow(dead_code, reason = "used by the sandbox tests")]
+    pub(crate) fn in_mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
     }
 
     pub(crate) fn with_settings(settings: BashSettings) -> Self {
@@ -64,6 +80,7 @@ impl Setup {
             ctx,
             marker,
             settings,
+            mode: PermissionMode::WorkspaceWrite,
         }
     }
 
@@ -89,7 +106,12 @@ impl Setup {
     /// Calls `bash` in another context without the check.
     pub(crate) async fn call_raw(&self, args: Value, ctx: &ToolContext) -> Run {
         let mut registry = Registry::new();
-        vak_tool_bash::register(&mut registry, &self.settings);
+        vak_tool_bash::register(
+            &mut registry,
+            &self.settings,
+            &vak_tool_net::NetSettings::default(),
+            self.mode,
+        );
         let out = registry.call("bash", args, ctx).await;
         let text = out.text_content();
         Run { out, text }

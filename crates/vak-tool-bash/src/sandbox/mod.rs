@@ -1,0 +1,162 @@
+//! The sandbox of `bash` outside `full-access`, run by a re-executed helper.
+//!
+//! See the crate docs for the design and `docs/sandbox.md` for the threat model. This module
+//! holds both sides: the helper's processes ([`helper_main`]; `helper`, `mounts`, `netlink`,
+//! `rules`, `probe`) and what the tool does to start one and talk to it (`launch`, `discover`).
+
+pub(crate) mod control;
+mod discover;
+mod helper;
+mod mounts;
+mod netlink;
+mod notes;
+mod probe;
+mod rules;
+mod spec;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use vak_tool_core::{PermissionMode, ToolContext};
+use vak_tool_net::proxy::Dialer;
+
+pub(crate) use control::Control;
+pub(crate) use discover::find_helper;
+pub use spec::HELPER_ARG;
+pub(crate) use spec::{Net, Role, Spec};
+
+use crate::error::BashError;
+use crate::settings::{BashSettings, Network};
+
+/// How `bash` confines its commands: the permission mode, and the guard its proxy dials
+/// through.
+#[derive(Clone)]
+pub(crate) struct Policy {
+    pub(crate) mode: PermissionMode,
+    pub(crate) dialer: Arc<dyn Dialer>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name of a mode as `[permissions] mode` spells it.
+pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::ReadOnly => "read-only",
+        PermissionMode::WorkspaceWrite => "workspace-write",
+        _ => "full-access",
+    }
+}
+
+/// One sandboxed call: the helper, what it is asked, and what the result may say about it.
+#[derive(Clone)]
+pub(crate) struct Plan {
+    pub(crate) helper: PathBuf,
+    pub(crate) spec: Spec,
+    mode: PermissionMode,
+    dialer: Option<Arc<dyn Dialer>>,
+}
+
+impl Policy {
+    /// The sandbox of one call, or `None` in `full-access`. Refuses (naming `full-access`) when
+    /// no helper can be found.
+    pub(crate) fn plan(
+        &self,
+        ctx: &ToolContext,
+        scratch: &Path,
+        cwd: &Path,
+        settings: &BashSettings,
+        command: &str,
+    ) -> Result<Option<Plan>, BashError> {
+        let mode = self.mode;
+        if !matches!(
+            mode,
+            PermissionMode::ReadOnly | PermissionMode::WorkspaceWrite
+        ) {
+            return Ok(None);
+        }
+        let helper = find_helper(settings.sandbox_helper.as_deref()).map_err(|looked| {
+            let looked: Vec<String> = looked
+                .iter()
+                .take(6)
+                .map(|path| path.display().to_string())
+                .collect();
+            BashError::SandboxUnavailable {
+                mode: mode_name(mode),
+                reason: format!(
+                    "its helper `vak-sandbox` was not found (looked at {}{}); install it next \
+                     to the program or name it in `[bash] sandbox_helper`",
+                    looked.join(", "),
+                    if looked.len() == 6 { ", …" } else { "" }
+                ),
+            }
+        })?;
+        let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let workspace = real(ctx.workspace());
+        let scratch = real(scratch);
+        let (write, protect) = match mode {
+            PermissionMode::ReadOnly => (vec![scratch], Vec::new()),
+            _ => {
+                let private = workspace.join(".vak");
+                let protect = if private.is_dir() {
+                    vec![private]
+                } else {
+                    Vec::new()
+                };
+                (vec![workspace, scratch], protect)
+            }
+        };
+        let net = match settings.network {
+            Network::None => Net::None,
+            _ => Net::Guarded,
+        };
+        let program: Vec<OsString> = vec![
+            settings.shell.clone().into_os_string(),
+            "-c".into(),
+            command.into(),
+        ];
+        Ok(Some(Plan {
+            helper,
+            spec: Spec {
+                net,
+                write,
+                protect,
+                cwd: real(cwd),
+                program,
+            },
+            mode,
+            dialer: (net == Net::Guarded).then(|| Arc::clone(&self.dialer)),
+        }))
+    }
+}
+
+impl Plan {
+    /// The dialer the proxy uses, in the guarded network mode.
+    pub(crate) fn dialer(&self) -> Option<Arc<dyn Dialer>> {
+        self.dialer.clone()
+    }
+
+    /// The text of a call the sandbox could not set up.
+    pub(crate) fn refusal(&self, reason: &str) -> String {
+        BashError::SandboxUnavailable {
+            mode: mode_name(self.mode),
+            reason: reason.to_owned(),
+        }
+        .to_string()
+    }
+}
+
+/// The `main` of the sandbox helper: of the `vak-sandbox` binary, and of `vak-tools` when its
+/// first argument is [`HELPER_ARG`]. Call it before anything starts a thread: entering the
+/// namespaces needs a single-threaded process.
+pub fn helper_main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    helper::main(&args)
+}
