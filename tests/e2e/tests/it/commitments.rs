@@ -27,7 +27,7 @@ fn commitments_is_registered_only_when_the_config_enables_it() {
 
     let config = Config::from_toml_str("[commitment]\nenabled = true\n").unwrap();
     let tools = registry(&config);
-    let spec = tools.get("commitments").unwrap().spec();
+    let spec = tools.spec("commitments").unwrap();
     assert!(spec.floor, "commitments is on the orientation floor");
     assert_eq!(spec.capabilities, [Capability::ReadFs]);
     let slices: [&[&str]; 5] = [

@@ -3,6 +3,7 @@
 
 mod commitments;
 mod robustness;
+mod third_party;
 mod tools_doc;
 mod workflow;
 
@@ -19,9 +20,19 @@ fn workspace() -> (tempfile::TempDir, vak_tools::ToolContext) {
 async fn unknown_tools_are_error_results_naming_the_known_ones() {
     let (_dir, ctx) = workspace();
     let tools = registry(&Config::default());
+    assert_eq!(
+        tools.names(),
+        [
+            "bash", "browse", "edit", "glob", "grep", "read", "webfetch", "write"
+        ]
+    );
     let out = tools.call("no_such_tool", json!({}), &ctx).await;
     assert!(out.is_error);
-    assert!(out.text_content().contains("unknown tool `no_such_tool`"));
+    assert_eq!(
+        out.text_content(),
+        "unknown tool `no_such_tool`. The tools are: bash, browse, edit, glob, grep, read, \
+         webfetch, write."
+    );
 }
 
 #[test]

@@ -74,7 +74,7 @@ async fn write_read_edit_grep_glob_bash() {
     assert!(stale.is_error, "{}", stale.text_content());
     // `read` told `edit` the size behind the hash it printed: the refusal says how much changed.
     assert!(
-        stale.text_content().contains("29 bytes"),
+        stale.text_content().contains("29 B in 2 lines"),
         "{}",
         stale.text_content()
     );
