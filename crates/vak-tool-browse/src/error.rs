@@ -10,7 +10,6 @@ use crate::proxy::Blocked;
 /// Why a `browse` call produced no page. The `Display` text is what the model reads: it says
 /// what went wrong and what to try instead.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum BrowseError {
     /// No browser anywhere discovery looks.
     #[error(

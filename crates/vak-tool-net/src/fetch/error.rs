@@ -9,7 +9,6 @@ use crate::markdown::ConvertError;
 
 /// A failed fetch. Each message says what happened and what to try instead.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum FetchError {
     /// The guard refused a hop or could not connect.
     #[error("{0}")]
