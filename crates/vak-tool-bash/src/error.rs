@@ -5,7 +5,6 @@ use std::path::PathBuf;
 /// A failure before the command ran. At the tool's edge it becomes an error result whose text
 /// is the `Display` of the variant.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum BashError {
     /// The command is empty.
     #[error("`command` is empty: pass the shell command line to run, such as `ls -la`")]

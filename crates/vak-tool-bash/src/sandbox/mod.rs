@@ -160,3 +160,82 @@ pub fn helper_main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     helper::main(&args)
 }
+
+/// What this machine offers the sandbox, as `vak-tools doctor` prints it: the mode, the
+/// helper, the Landlock ABI, the namespaces, and what `bash` will do in `mode`.
+pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
+    let mut lines = vec![format!("permission mode: {}", mode_name(mode))];
+    let helper = find_helper(settings.sandbox_helper.as_deref());
+    let mut ready = true;
+    match &helper {
+        Ok(path) => lines.push(format!("sandbox helper: {}", path.display())),
+        Err(looked) => {
+            ready = false;
+            lines.push(format!(
+                "sandbox helper: not found (looked at {} places; set [bash] sandbox_helper)",
+                looked.len()
+            ));
+        }
+    }
+    if let Ok(path) = &helper {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "vak-tool-bash starts processes: here, the helper's probe"
+        )]
+        let probe = std::process::Command::new(path)
+            .args([HELPER_ARG, "probe"])
+            .stdin(std::process::Stdio::null())
+            .output();
+        match probe {
+            Ok(output) => {
+                let text = String::from_utf8_lossy(&output.stdout).into_owned();
+                let landlock = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("landlock: "));
+                let namespaces = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("namespaces: "));
+                let abi = landlock
+                    .and_then(|line| line.strip_prefix("ABI "))
+                    .and_then(|abi| abi.trim().parse::<i32>().ok());
+                lines.push(format!(
+                    "landlock: {} (the sandbox needs ABI {} or newer)",
+                    landlock.unwrap_or("unknown"),
+                    rules::MIN_ABI as i32
+                ));
+                lines.push(format!(
+                    "user, mount, network and PID namespaces: {}",
+                    namespaces.unwrap_or("unknown")
+                ));
+                ready &= abi.is_some_and(|abi| abi >= rules::MIN_ABI as i32)
+                    && namespaces == Some("yes");
+            }
+            Err(error) => {
+                ready = false;
+                lines.push(format!("the helper's probe could not run: {error}"));
+            }
+        }
+    }
+    let network = match settings.network {
+        Network::None => "no network",
+        _ => "HTTP(S) through the guarded proxy",
+    };
+    lines.push(match (mode, ready) {
+        (PermissionMode::ReadOnly | PermissionMode::WorkspaceWrite, true) => format!(
+            "bash: sandboxed ({} writes only {}; {network})",
+            mode_name(mode),
+            if mode == PermissionMode::ReadOnly {
+                "its scratch folder"
+            } else {
+                "the workspace and its scratch folder"
+            }
+        ),
+        (PermissionMode::ReadOnly | PermissionMode::WorkspaceWrite, false) => format!(
+            "bash: every call is refused in {} mode on this machine; full-access runs \
+             commands unconfined",
+            mode_name(mode)
+        ),
+        _ => "bash: unconfined (full-access)".to_owned(),
+    });
+    lines.join("\n") + "\n"
+}

@@ -361,18 +361,21 @@ async fn no_network_means_loopback_only() {
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
 }
 
-/// Commands that try to outlive their call; each carries `tag` in a command line.
+/// Commands that try to outlive their call; each leaves processes whose command line holds
+/// `tag` (as the `$0` of a `sh -c`).
 fn hostile(tag: &str) -> Vec<String> {
     vec![
-        format!("setsid sleep 300 {tag} & echo started"),
-        format!("(sh -c 'sleep 300 {tag} &' &); echo double"),
-        format!("nohup sh -c 'sleep 300 {tag}' >/dev/null 2>&1 & echo nohup"),
-        format!("sh -c 'trap \"\" TERM; while :; do sleep 1; done; : {tag}' & echo ignorer"),
+        format!("setsid sh -c 'sleep 300; :' {tag} & echo started"),
+        format!("(sh -c \"sh -c 'sleep 300; :' {tag} &\" &); echo double"),
+        format!("nohup sh -c 'sleep 300; :' {tag} >/dev/null 2>&1 & echo nohup"),
+        format!("sh -c 'trap \"\" TERM; while :; do sleep 1; done' {tag} & echo ignorer"),
         format!(
-            "env -i setsid sh -c 'trap \"\" TERM HUP PIPE; while :; do sleep 1; done; : {tag}' & echo scrubbed"
+            "env -i setsid sh -c 'trap \"\" TERM HUP PIPE; while :; do sleep 1; done' {tag} & \
+             echo scrubbed"
         ),
         format!(
-            "sh -c 'i=0; while [ $i -lt 40 ]; do sleep 300 {tag} & i=$((i+1)); done; wait' & sleep 0.2; echo forks"
+            "sh -c 'i=0; while [ $i -lt 40 ]; do sh -c \"sleep 300; :\" $0 & i=$((i+1)); done; \
+             wait' {tag} & sleep 0.2; echo forks"
         ),
     ]
 }
