@@ -181,7 +181,8 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             "vak-tool-core" => &[],
             // The window speaks sizes with core's one formatter (`human::Size`).
             "vak-window" => &["vak-tool-core"],
-            "vak-tool-browse" => &["vak-tool-core", "vak-tool-net"],
+            // Both put the SSRF guard's forward proxy in front of what they run.
+            "vak-tool-browse" | "vak-tool-bash" => &["vak-tool-core", "vak-tool-net"],
             _ => &["vak-tool-core"],
         };
         for dep in deps
@@ -191,7 +192,7 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             if !allowed.contains(&dep.as_str()) {
                 problems.push(format!(
                     "{name} depends on `{dep}`: a tool crate depends on vak-tool-core only \
-                     (browse also on vak-tool-net)"
+                     (browse and bash also on vak-tool-net)"
                 ));
             }
         }
