@@ -54,7 +54,6 @@ pub(crate) struct GlobArgs {
 
 /// Why a `glob` call cannot run.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum GlobError {
     /// The pattern does not parse.
     #[error(

@@ -182,7 +182,6 @@ pub(crate) fn thread_count() -> usize {
 
 /// Why blocking work gave no result.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum Interrupted {
     /// The call was cancelled.
     #[error("the {tool} call was cancelled before it finished; nothing more was searched")]

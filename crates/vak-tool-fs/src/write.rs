@@ -53,7 +53,6 @@ pub(crate) struct WriteArgs {
 
 /// Why a write failed. Each message says what happened to the file and what to do instead.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum WriteError {
     /// The path could not be resolved or lies outside the workspace.
     #[error("{0} Nothing was written.")]

@@ -45,7 +45,6 @@ pub(crate) struct Applied {
 
 /// Why one edit failed. The text is written for the model and says what to do.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum EditFailure {
     /// `old_text` is empty.
     #[error(

@@ -8,7 +8,6 @@ use super::apply::EditFailure;
 
 /// Why a call to `edit` failed. Each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum EditError {
     /// The path could not be resolved or lies outside the workspace.
     #[error("{0}")]

@@ -4,7 +4,6 @@ use vak_tool_core::PathError;
 
 /// Why a `grep` call cannot run.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum GrepError {
     /// The regex does not parse.
     #[error(

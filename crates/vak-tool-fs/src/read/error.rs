@@ -9,7 +9,6 @@ use crate::file_kind::ImageKind;
 
 /// Why a read failed. Each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum ReadError {
     /// The path could not be resolved or lies outside the workspace.
     #[error("{0}")]
