@@ -3,11 +3,11 @@
 //!
 //! `call` exits 0 when the result is not an error, 1 when it is, and 2 on a usage error
 //! (malformed JSON, an unknown tool, a missing workspace, a bad config), with a one-line reason
-//! on standard error.
+//! on standard error. A standard output closed by its reader (`vak-tools call … | head -1`) is a
+//! quiet end with exit code 0, as in ripgrep: the reader has what it wanted.
 #![forbid(unsafe_code)]
-#![allow(clippy::print_stdout, reason = "printing results is this binary's job")]
 
-use std::io::Read;
+use std::io::{ErrorKind, Read, StdoutLock, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,7 +15,9 @@ mod ledger;
 mod mcp;
 
 use clap::{Args, Parser, Subcommand};
-use vak_tools::{Config, Content, Registry, ToolContext, ToolOutput, posture, registry};
+use vak_tools::{
+    Config, Content, PermissionMode, Registry, ToolContext, ToolOutput, posture, registry,
+};
 
 /// Run the vak agent tools from a shell.
 #[derive(Debug, Parser)]
@@ -100,15 +102,40 @@ fn main() -> ExitCode {
 
 fn usage_error(reason: &str) -> ExitCode {
     let line = reason.replace('\n', " ");
-    eprintln!("vak-tools: {line}");
+    // Nowhere left to say it when standard error is closed too: the exit code still does.
+    let _ = writeln!(std::io::stderr().lock(), "vak-tools: {line}");
     ExitCode::from(2)
+}
+
+/// How writing to standard output went.
+#[derive(Debug, PartialEq, Eq)]
+enum Printed {
+    /// Everything was written.
+    All,
+    /// The reader closed the pipe (`| head -1`): a quiet end, not an error.
+    StdoutClosed,
+}
+
+/// Writes with `write` to a locked standard output and flushes it. A closed pipe is
+/// [`Printed::StdoutClosed`]; any other failure to write is a usage error that says so.
+fn to_stdout(
+    write: impl FnOnce(&mut StdoutLock<'static>) -> std::io::Result<()>,
+) -> Result<Printed, Usage> {
+    let mut out = std::io::stdout().lock();
+    match write(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(Printed::All),
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Printed::StdoutClosed),
+        Err(error) => Err(Usage(format!("cannot write to standard output: {error}"))),
+    }
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Usage> {
     match cli.command {
         Command::List { json, place } => {
             let (config, _workspace) = load(&place)?;
-            list(&registry(&config), &config, json)?;
+            let tools = registry(&config);
+            let mode = config.permissions.mode;
+            to_stdout(|out| list(out, &tools, mode, json))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call {
@@ -132,7 +159,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
                 ctx = ctx.with_cwd(cwd)?;
             }
             let output = call_until_interrupted(&tools, &tool, args, &ctx).await;
-            print_output(&output, json)?;
+            if to_stdout(|out| print_output(out, &output, json))? == Printed::StdoutClosed {
+                return Ok(ExitCode::SUCCESS);
+            }
             Ok(if output.is_error {
                 ExitCode::from(1)
             } else {
@@ -210,25 +239,30 @@ async fn call_until_interrupted(
     }
 }
 
-fn print_output(output: &ToolOutput, json: bool) -> Result<(), Usage> {
+fn print_output(out: &mut impl Write, output: &ToolOutput, json: bool) -> std::io::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(output)?);
-        return Ok(());
+        serde_json::to_writer_pretty(&mut *out, output)?;
+        return writeln!(out);
     }
     for block in &output.content {
         match block {
             Content::Text { text } => {
-                print!("{text}");
+                write!(out, "{text}")?;
                 if !text.ends_with('\n') {
-                    println!();
+                    writeln!(out)?;
                 }
             }
             Content::Image { media_type, data } => {
-                println!(
+                writeln!(
+                    out,
                     "[image: {media_type}, {} bytes of base64; use --json to get it]",
                     data.len()
-                );
+                )?;
             }
+            _ => writeln!(
+                out,
+                "[a content block this version cannot show; use --json]"
+            )?,
         }
     }
     Ok(())
@@ -244,8 +278,12 @@ struct ListedTool<'a> {
     posture: vak_tools::Posture,
 }
 
-fn list(tools: &Registry, config: &Config, json: bool) -> Result<(), Usage> {
-    let mode = config.permissions.mode;
+fn list(
+    out: &mut impl Write,
+    tools: &Registry,
+    mode: PermissionMode,
+    json: bool,
+) -> std::io::Result<()> {
     if json {
         let listed: Vec<_> = tools
             .specs()
@@ -259,11 +297,11 @@ fn list(tools: &Registry, config: &Config, json: bool) -> Result<(), Usage> {
                 posture: posture(spec, mode),
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&listed)?);
-        return Ok(());
+        serde_json::to_writer_pretty(&mut *out, &listed)?;
+        return writeln!(out);
     }
     if tools.is_empty() {
-        println!("no tools are compiled in and enabled");
+        writeln!(out, "no tools are compiled in and enabled")?;
     }
     for spec in tools.specs() {
         let first_sentence = spec.description.split(". ").next().unwrap_or_default();
@@ -272,13 +310,14 @@ fn list(tools: &Registry, config: &Config, json: bool) -> Result<(), Usage> {
             .iter()
             .map(|capability| format!("{capability:?}"))
             .collect();
-        println!(
+        writeln!(
+            out,
             "{:<12} [{}] {:?}: {}",
             spec.name,
             capabilities.join(", "),
             posture(spec, mode),
             first_sentence.trim_end_matches('.')
-        );
+        )?;
     }
     Ok(())
 }

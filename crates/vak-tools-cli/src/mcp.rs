@@ -7,7 +7,6 @@
 //! allow the call. Each call runs with its own cancellation token, cancelled by the client's
 //! `notifications/cancelled` or by the end of standard input.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio_util::task::TaskTracker;
 use vak_tools::window::{Recall, chars, lines, window};
 use vak_tools::{
     CancellationToken, Capability, Content, PermissionMode, Posture, Registry, ToolContext,
@@ -47,7 +47,8 @@ struct Inner {
     ledger: Mutex<Ledger>,
     recall_spec: ToolSpec,
     shutdown: CancellationToken,
-    in_flight: AtomicUsize,
+    /// The calls running now: each holds a token of it for as long as it lives.
+    calls: TaskTracker,
 }
 
 /// Arguments of `recall`.
@@ -99,7 +100,7 @@ impl Server {
                 ledger: Mutex::new(Ledger::new(ledger_bytes)),
                 recall_spec,
                 shutdown: CancellationToken::new(),
-                in_flight: AtomicUsize::new(0),
+                calls: TaskTracker::new(),
             }),
         }
     }
@@ -115,9 +116,11 @@ impl Server {
         let quit = running.waiting().await;
         tracing::info!(?quit, "MCP client went away; stopping running calls");
         inner.shutdown.cancel();
-        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-        while inner.in_flight.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if !finish_calls(&inner.calls, SHUTDOWN_GRACE).await {
+            tracing::warn!(
+                running = inner.calls.len(),
+                "calls still running after the shutdown grace; leaving them"
+            );
         }
         Ok(())
     }
@@ -149,10 +152,9 @@ impl Server {
         if name == RECALL {
             return self.recall(args);
         }
-        let Some(tool) = self.inner.registry.get(name) else {
+        let Some(spec) = self.inner.registry.spec(name).cloned() else {
             return self.inner.registry.call(name, args, &self.inner.ctx).await;
         };
-        let spec = tool.spec().clone();
         if posture(&spec, self.inner.mode) == Posture::Ask
             && let Err(refusal) = self.approve(&spec, &args, context).await
         {
@@ -290,20 +292,11 @@ fn cut(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// Counts a call as running for as long as it lives.
-struct InFlight<'a>(&'a AtomicUsize);
-
-impl<'a> InFlight<'a> {
-    fn enter(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Self(counter)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// Closes `calls` to new ones and waits for those running to end, at most `grace`; whether they
+/// all ended.
+async fn finish_calls(calls: &TaskTracker, grace: Duration) -> bool {
+    calls.close();
+    tokio::time::timeout(grace, calls.wait()).await.is_ok()
 }
 
 impl ServerHandler for Server {
@@ -337,12 +330,62 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let _in_flight = InFlight::enter(&self.inner.in_flight);
+        let _running = self.inner.calls.token();
         let args = match request.arguments {
             Some(map) => serde_json::Value::Object(map),
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
         let output = self.call(&request.name, args, &context).await;
         Ok(self.windowed(output).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_waits_for_a_cancelled_call_to_finish_ending() {
+        let calls = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        let ended = Arc::new(AtomicBool::new(false));
+        let running = calls.token();
+        let (stop, done) = (shutdown.clone(), Arc::clone(&ended));
+        tokio::spawn(async move {
+            let _running = running;
+            stop.cancelled().await;
+            // Killing a process tree takes a while.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            done.store(true, Ordering::SeqCst);
+        });
+        shutdown.cancel();
+        let started = tokio::time::Instant::now();
+        assert!(finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert!(ended.load(Ordering::SeqCst));
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_gives_up_on_a_call_that_never_ends_after_the_grace() {
+        let calls = TaskTracker::new();
+        let running = calls.token();
+        tokio::spawn(async move {
+            let _running = running;
+            std::future::pending::<()>().await;
+        });
+        let started = tokio::time::Instant::now();
+        assert!(!finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_with_no_call_running_returns_at_once() {
+        let calls = TaskTracker::new();
+        let started = tokio::time::Instant::now();
+        assert!(finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert_eq!(started.elapsed(), Duration::ZERO);
     }
 }

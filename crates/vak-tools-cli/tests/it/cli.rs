@@ -186,3 +186,66 @@ fn call_runs_in_the_given_cwd_and_the_posture_does_not_block_it() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("/sub"), "{}", stdout(&output));
 }
+
+/// Starts `call` with its standard output and error piped.
+fn spawn_call(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    Command::new(crate::BIN)
+        .arg("call")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The process ended quietly: exit code 0 (a panic exits 101) and nothing on standard error.
+fn assert_quiet_end(child: std::process::Child) {
+    let output = child.wait_with_output().unwrap();
+    let error = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{error}");
+    assert!(error.is_empty(), "{error}");
+}
+
+/// `vak-tools call read … | head -1`: the reader takes one line and closes the pipe while the
+/// result (far larger than the pipe's buffer) is still being written.
+#[test]
+fn a_reader_that_stops_after_one_line_is_a_quiet_end() {
+    use std::io::BufRead;
+
+    let dir = tempfile::tempdir().unwrap();
+    let line = "x".repeat(99);
+    let big: String = (0..2000).map(|n| format!("{n} {line}\n")).collect();
+    std::fs::write(dir.path().join("big.txt"), big).unwrap();
+    for json in [false, true] {
+        let mut args = vec!["read", r#"{"path":"big.txt"}"#];
+        if json {
+            args.push("--json");
+        }
+        let mut child = spawn_call(dir.path(), &args);
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        assert!(!first.is_empty());
+        drop(reader);
+        assert_quiet_end(child);
+    }
+}
+
+/// The reader is gone before the result is written at all.
+#[test]
+fn a_stdout_closed_before_the_result_is_a_quiet_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_call(
+        dir.path(),
+        &[
+            "bash",
+            r#"{"command":"while [ ! -e go ]; do sleep 0.01; done; seq 1 1000"}"#,
+        ],
+    );
+    drop(child.stdout.take());
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    assert_quiet_end(child);
+}
