@@ -30,7 +30,7 @@ use vak_tool_core::{
 };
 
 use self::error::ReadError;
-use self::image::read_image;
+use self::image::{FitLimits, read_image};
 use self::not_found::not_found_hint;
 use self::render::render;
 use crate::FsSettings;
@@ -53,13 +53,17 @@ fn description(settings: &FsSettings) -> String {
          `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, always \
          between lines. When lines remain, a last line gives the exact total and the `offset` to \
          continue with; a single line too long for a page is cut, with a note on how to see the \
-         rest. PNG, JPEG, GIF and WebP files come back as images (up to {image}). Binary files \
+         rest. PNG, JPEG, GIF and WebP files come back as images, checked \
+         whole (a damaged one is an error) and, when larger than {side} px on a side or {sent} \
+         of base64, scaled down (files up to {image}). Binary files \
          are refused with their size and kind. Non-UTF-8 bytes show as U+FFFD, CRLF line endings \
          and a byte order mark are not shown (a note says they are there). The result ends with \
          a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
          edit it; use `glob` to list folders and `grep` to search many files.",
         page = human::size(settings.read_bytes as u64),
         image = human::size(settings.image_bytes),
+        side = human::grouped(u64::from(settings.image_max_side)),
+        sent = human::size(settings.image_max_bytes as u64),
     )
 }
 
@@ -121,8 +125,10 @@ struct Request {
     limit: u64,
     /// The most bytes a page may take.
     page_bytes: usize,
-    /// The largest image returned.
-    image_bytes: u64,
+    /// The largest image file read.
+    image_file_bytes: u64,
+    /// What an image is fitted to.
+    image: FitLimits,
 }
 
 async fn run(
@@ -147,7 +153,12 @@ async fn run(
         offset,
         limit,
         page_bytes: settings.read_bytes,
-        image_bytes: settings.image_bytes,
+        image_file_bytes: settings.image_bytes,
+        image: FitLimits {
+            max_side: settings.image_max_side,
+            max_base64: settings.image_max_bytes,
+            decode_bytes: settings.image_decode_bytes,
+        },
     };
     // Dropping this call (or cancelling it) stops the scan on the blocking pool.
     let cancel = ctx.cancel().child_token();

@@ -23,8 +23,19 @@ pub struct FsSettings {
     /// `read`: the most text one page returns, in bytes, line numbers included (default
     /// 262144, 256 KiB).
     pub read_bytes: usize,
-    /// `read`: the largest image returned as an image block, in bytes (default 5242880, 5 MiB).
+    /// `read`: the largest image file read, in bytes (default 20971520, 20 MiB). A larger one is
+    /// refused; a smaller one too large to send is scaled down (see `image_max_side` and
+    /// `image_max_bytes`).
     pub image_bytes: u64,
+    /// `read`: the longest side of an image sent to the model, in pixels (default 1568, what
+    /// model APIs take without scaling it themselves). A larger image is scaled down.
+    pub image_max_side: u32,
+    /// `read`: the most base64 text one image block may take, in bytes (default 4194304, 4 MiB,
+    /// under the 5 MB a model API takes per image). A larger image is scaled down or re-encoded.
+    pub image_max_bytes: usize,
+    /// `read`: the most memory a decoded image may take, in bytes (default 268435456, 256 MiB);
+    /// an image whose pixels need more is refused before it is decoded.
+    pub image_decode_bytes: u64,
     /// `write`: the largest content accepted, in bytes (default 16777216, 16 MiB).
     pub write_bytes: usize,
     /// `edit`: the largest file edited, in bytes (default 536870912, 512 MiB).
@@ -40,7 +51,10 @@ impl Default for FsSettings {
     fn default() -> Self {
         Self {
             read_bytes: 256 * 1024,
-            image_bytes: 5 * 1024 * 1024,
+            image_bytes: 20 * 1024 * 1024,
+            image_max_side: 1568,
+            image_max_bytes: 4 * 1024 * 1024,
+            image_decode_bytes: 256 * 1024 * 1024,
             write_bytes: 16 * 1024 * 1024,
             edit_file_bytes: 512 * 1024 * 1024,
             glob_results: 1000,
@@ -78,7 +92,8 @@ mod tests {
         let settings = FsSettings::default();
         for (tool, want) in [
             ("read", "a page also stops at 256 KiB of text"),
-            ("read", "images (up to 5 MiB)"),
+            ("read", "files up to 20 MiB"),
+            ("read", "larger than 1,568 px on a side or 4 MiB of base64"),
             ("write", "content over 16 MiB"),
             ("edit", "Files over 512 MiB"),
             ("glob", "at most 1,000 paths"),
@@ -94,6 +109,9 @@ mod tests {
         let settings = FsSettings {
             read_bytes: 10 * 1024,
             image_bytes: 3 * 1024 * 1024,
+            image_max_side: 800,
+            image_max_bytes: 1024 * 1024,
+            image_decode_bytes: 1024,
             write_bytes: 2048,
             edit_file_bytes: 64 * 1024 * 1024,
             glob_results: 25_000,
@@ -101,7 +119,12 @@ mod tests {
         };
         for (tool, want, stale) in [
             ("read", "a page also stops at 10 KiB of text", "256 KiB"),
-            ("read", "images (up to 3 MiB)", "5 MiB"),
+            ("read", "files up to 3 MiB", "20 MiB"),
+            (
+                "read",
+                "larger than 800 px on a side or 1 MiB of base64",
+                "1,568",
+            ),
             ("write", "content over 2 KiB", "16 MiB"),
             ("edit", "Files over 64 MiB", "512"),
             ("glob", "at most 25,000 paths", "1,000"),

@@ -5,6 +5,7 @@ use std::io;
 use vak_tool_core::{PathError, human};
 
 use super::DEFAULT_LIMIT;
+use super::image::Problem;
 use crate::file_kind::ImageKind;
 
 /// Why a read failed. Each message says what to do instead.
@@ -76,10 +77,10 @@ pub(crate) enum ReadError {
         /// The kind, from magic bytes, where known.
         kind: Option<&'static str>,
     },
-    /// An image over the image limit.
+    /// An image file over the image file limit.
     #[error(
-        "`{path}` is a {kind} image{pixels} of {size}, over the {limit} limit for images. Make \
-         a smaller copy (for example with ImageMagick: `convert '{path}' -resize 50% \
+        "`{path}` is a {kind} image{pixels} of {size}, over the {limit} limit for image files. \
+         Make a smaller copy (for example with ImageMagick: `convert '{path}' -resize 50% \
          small.png` via `bash`) and read that.",
         kind = kind.name(),
         pixels = pixels.map(|(w, h)| format!(" ({w}×{h} pixels)")).unwrap_or_default(),
@@ -92,27 +93,23 @@ pub(crate) enum ReadError {
         /// The image format.
         kind: ImageKind,
         /// Its pixel size, if the header gave it.
-        pixels: Option<(usize, usize)>,
+        pixels: Option<(u32, u32)>,
         /// Its size.
         bytes: u64,
         /// The limit.
         limit: u64,
     },
-    /// The magic bytes say image, the header does not parse.
-    #[error(
-        "`{path}` starts like a {kind} image but its header is damaged or cut short ({size}), \
-         so it cannot be shown as an image. Inspect it with `bash` (for example `file` or \
-         `xxd | head`).",
-        kind = kind.name(),
-        size = human::size(*bytes)
-    )]
-    DamagedImage {
+    /// The magic bytes say image, but it cannot be sent as one.
+    #[error("{}", image_problem(path, *kind, *bytes, problem))]
+    Image {
         /// The path as shown.
         path: String,
         /// The image format the magic bytes claim.
         kind: ImageKind,
         /// Its size.
         bytes: u64,
+        /// What is wrong.
+        problem: Problem,
     },
     /// `offset` after the last line.
     #[error(
@@ -155,5 +152,36 @@ fn io_hint(error: &io::Error) -> &'static str {
              (`ls -l`)."
         }
         _ => "",
+    }
+}
+
+/// Why an image is not sent, and what to do instead.
+fn image_problem(path: &str, kind: ImageKind, bytes: u64, problem: &Problem) -> String {
+    let kind = kind.name();
+    let size = human::size(bytes);
+    match problem {
+        Problem::Damaged(reason) => format!(
+            "`{path}` starts like a {kind} image ({size}) but is damaged or cut short, so it is \
+             not sent as an image (a model API would refuse it): {reason}. Inspect it with \
+             `bash` (for example `file` or `xxd | head`), or recreate it."
+        ),
+        Problem::TooManyPixels {
+            size: (width, height),
+            need,
+            limit,
+        } => format!(
+            "`{path}` is a {kind} image of {width}×{height} pixels ({size}); decoding it would \
+             take {need}, over the {limit} limit, so it is not read. Make a smaller copy (for \
+             example with ImageMagick: `convert '{path}' -resize 1568x1568 small.png` via \
+             `bash`) and read that.",
+            need = human::size(*need),
+            limit = human::size(*limit),
+        ),
+        Problem::CannotFit { smallest } => format!(
+            "`{path}` is a {kind} image ({size}) that does not fit the image size limit even \
+             scaled down and re-encoded (the smallest try took {smallest} of base64). Crop it \
+             or make a smaller copy with `bash` and read that.",
+            smallest = human::size(*smallest as u64),
+        ),
     }
 }

@@ -4,5 +4,6 @@
 mod edit;
 mod glob;
 mod grep;
+mod image;
 mod read;
 mod write;
