@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::Session;
 use crate::path::{self, PathError};
+use crate::progress::Listener;
+use crate::{Progress, Session};
 
 /// Which paths the file tools may touch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -47,8 +48,8 @@ pub enum ContextError {
 }
 
 /// Where and how one tool call runs: the workspace and the folder inside it, the agent, the
-/// call's cancellation, the path policy, the environment child processes inherit, and the
-/// [`Session`] whose state lasts across calls.
+/// call's cancellation, the path policy, the environment child processes inherit, the
+/// [`Session`] whose state lasts across calls, and who listens to the call's [`Progress`].
 ///
 /// Built once per agent or session with [`ToolContext::new`] and the `with_*` setters; the
 /// registry hands each call a [`ToolContext::child`] whose cancellation token is a child of the
@@ -63,6 +64,7 @@ pub struct ToolContext {
     path_policy: PathPolicy,
     env: Arc<Vec<(OsString, OsString)>>,
     session: Session,
+    progress: Listener,
 }
 
 impl ToolContext {
@@ -89,6 +91,7 @@ impl ToolContext {
             path_policy: PathPolicy::default(),
             env: Arc::new(std::env::vars_os().collect()),
             session: Session::new(),
+            progress: Listener::default(),
         })
     }
 
@@ -157,6 +160,15 @@ impl ToolContext {
         self
     }
 
+    /// Passes every [`Progress`] the calls made with this context report to `listener` (an MCP
+    /// server turns them into `notifications/progress`). The listener runs on the tool's task:
+    /// it must return quickly, queueing the report rather than sending it.
+    #[must_use]
+    pub fn with_progress(mut self, listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Listener::new(listener);
+        self
+    }
+
     /// The same context (same session) with a fresh child cancellation token: what one call
     /// receives.
     #[must_use]
@@ -209,6 +221,18 @@ impl ToolContext {
     /// The session whose state lasts across this agent's calls.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Reports how far the call has come to whoever listens (see
+    /// [`ToolContext::with_progress`]); nothing happens when nobody does.
+    pub fn progress(&self, progress: Progress) {
+        self.progress.report(progress);
+    }
+
+    /// Whether anybody listens to [`ToolContext::progress`]: a tool may skip building reports
+    /// when nobody does.
+    pub fn wants_progress(&self) -> bool {
+        self.progress.is_set()
     }
 
     /// The agent's scratch folder, `<workspace>/.vak/scratch/<agent_id>/`, created on demand.
@@ -316,6 +340,32 @@ mod tests {
         assert!(!other.session().same_as(ctx.session()));
         let joined = other.with_session(ctx.session().clone());
         assert!(joined.session().same_as(ctx.session()));
+    }
+
+    #[test]
+    fn progress_reaches_the_listener_of_the_context_and_of_its_children() {
+        use std::sync::Mutex;
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        assert!(!ctx.wants_progress());
+        // Nobody listens: a report goes nowhere, and nothing fails.
+        ctx.progress(Progress::new(1.0));
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&heard);
+        let ctx = ctx.with_progress(move |progress| sink.lock().unwrap().push(progress));
+        assert!(ctx.wants_progress());
+        ctx.progress(Progress::new(1.0));
+        ctx.child()
+            .progress(Progress::new(2.0).with_total(10.0).with_message("two"));
+        let heard = heard.lock().unwrap();
+        assert_eq!(
+            *heard,
+            [
+                Progress::new(1.0),
+                Progress::new(2.0).with_total(10.0).with_message("two")
+            ]
+        );
+        assert!(format!("{ctx:?}").contains("progress: Some(..)"));
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! Core knows no tool. A tool's own limits and settings are given to it when it is built (each
 //! tool crate has a settings struct for its section of the configuration); the [`ToolContext`]
 //! carries only what every tool may need: the workspace and working folder, the agent, the
-//! call's cancellation, the path policy, the environment of child processes, and the
-//! [`Session`] that holds state between calls.
+//! call's cancellation, the path policy, the environment of child processes, the [`Session`]
+//! that holds state between calls, and a listener for the call's [`Progress`].
 //!
 //! A third-party tool depends on this crate alone. It has no I/O dependency beyond the
 //! filesystem look-ups that [`ToolContext::resolve_path`] needs to confine paths to the
@@ -68,6 +68,7 @@ mod dialect;
 pub mod human;
 mod output;
 mod path;
+mod progress;
 mod registry;
 mod session;
 mod spec;
@@ -78,6 +79,7 @@ pub use context::{ContextError, PathPolicy, ToolContext};
 pub use dialect::{Dialect, to_dialect, violations};
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
+pub use progress::Progress;
 pub use registry::Registry;
 pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
