@@ -57,6 +57,11 @@ enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Say what this machine offers `bash`'s sandbox (Landlock, namespaces, the helper).
+    Doctor {
+        #[command(flatten)]
+        place: Place,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +84,12 @@ impl<E: std::fmt::Display> From<E> for Usage {
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper of `bash` lives in this binary too (`[bash] sandbox_helper` defaults to
+    // it): it must run before anything starts a thread.
+    if std::env::args_os().nth(1).as_deref() == Some(vak_tools::bash::sandbox::HELPER_ARG.as_ref())
+    {
+        return vak_tools::bash::sandbox::helper_main();
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -168,6 +179,13 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Doctor { place } => {
+            let (config, _workspace) = load(&place)?;
+            let mode = config.permissions.mode;
+            let report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
+            to_stdout(|out| write!(out, "{report}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Mcp { place } => {
             let (config, workspace) = load(&place)?;
             let ctx = config.tool_context(&workspace)?;
@@ -194,7 +212,11 @@ fn load(place: &Place) -> Result<(Config, PathBuf), Usage> {
             workspace.display()
         )));
     }
-    let config = Config::load(&workspace, place.config.as_deref())?;
+    let mut config = Config::load(&workspace, place.config.as_deref())?;
+    if config.bash.sandbox_helper.is_none() {
+        // This binary embeds the helper (see `main`).
+        config.bash.sandbox_helper = std::env::current_exe().ok();
+    }
     Ok((config, workspace))
 }
 
@@ -236,6 +258,26 @@ async fn call_until_interrupted(
             cancel.cancel();
             call.await
         }
+        _ = terminated() => {
+            // SIGTERM or SIGHUP: end the call's whole tree before exiting.
+            cancel.cancel();
+            call.await
+        }
+    }
+}
+
+/// Waits for SIGTERM or SIGHUP (never, if they cannot be watched); returns the signal's name.
+pub(crate) async fn terminated() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
     }
 }
 

@@ -113,8 +113,14 @@ impl Server {
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|error| format!("MCP initialisation failed: {error}"))?;
-        let quit = running.waiting().await;
-        tracing::info!(?quit, "MCP client went away; stopping running calls");
+        tokio::select! {
+            quit = running.waiting() => {
+                tracing::info!(?quit, "MCP client went away; stopping running calls");
+            }
+            signal = crate::terminated() => {
+                tracing::info!(signal, "terminated; stopping running calls");
+            }
+        }
         inner.shutdown.cancel();
         if !finish_calls(&inner.calls, SHUTDOWN_GRACE).await {
             tracing::warn!(

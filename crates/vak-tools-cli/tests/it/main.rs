@@ -7,6 +7,7 @@
 
 mod cli;
 mod mcp;
+mod sandbox;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

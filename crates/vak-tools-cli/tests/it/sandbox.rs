@@ -1,0 +1,188 @@
+//! `bash`'s sandbox through the real binary: the embedded helper, `doctor`, and the process
+//! trees of calls ended by SIGKILL, SIGTERM and SIGHUP of `vak-tools call` and `vak-tools mcp`.
+//!
+//! Nothing here reads the clock: each test waits for an event (the command's processes show up
+//! in `/proc`, the binary exits) with a bounded number of polls.
+
+use std::io::Write as _;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::BIN;
+
+/// Running `sh` processes whose command line holds `needle` (their `$0`).
+fn running_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let (Ok(cmdline), Ok(stat)) = (
+            std::fs::read(format!("/proc/{pid}/cmdline")),
+            std::fs::read_to_string(format!("/proc/{pid}/stat")),
+        ) else {
+            continue;
+        };
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        let sleep = cmdline.split(|&byte| byte == 0).next() == Some(b"sh".as_slice());
+        if !zombie && sleep && String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Polls until `done` holds (at most 20 s: a bound on a hang, not a timing assertion).
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
+
+fn tag(name: &str) -> String {
+    format!("vak-cli-{name}-{}", std::process::id())
+}
+
+/// `vak-tools call bash` with a command that starts escaping sleeps carrying `tag`.
+fn start_call(workspace: &std::path::Path, tag: &str) -> Child {
+    let command = format!(
+        "setsid sh -c 'sleep 300; :' {tag} & nohup sh -c 'sleep 301; :' {tag} & \
+         sh -c 'sleep 302; :' {tag}"
+    );
+    let args = json!({ "command": command }).to_string();
+    Command::new(BIN)
+        .args(["call", "--workspace"])
+        .arg(workspace)
+        .args(["bash", &args])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &Child, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+#[test]
+fn sigkill_of_the_binary_leaves_no_process() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tag = tag("kill");
+    let mut child = start_call(workspace.path(), &tag);
+    wait_for("the sleeps", || running_with(&tag).len() == 3);
+    signal(&child, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    wait_for("the sleeps to die with their sandbox", || {
+        running_with(&tag).is_empty()
+    });
+}
+
+#[test]
+fn sigterm_and_sighup_end_the_calls_tree_before_exiting() {
+    for (sent, name) in [
+        (rustix::process::Signal::TERM, "term"),
+        (rustix::process::Signal::HUP, "hup"),
+    ] {
+        let workspace = tempfile::tempdir().unwrap();
+        let tag = tag(name);
+        let child = start_call(workspace.path(), &tag);
+        wait_for("the sleeps", || running_with(&tag).len() == 3);
+        signal(&child, sent);
+        let output = child.wait_with_output().unwrap();
+        // By the time the binary has exited, the tree is gone: no waiting here.
+        assert!(
+            running_with(&tag).is_empty(),
+            "{sent:?}: {:?}",
+            running_with(&tag)
+        );
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.starts_with("cancelled after"), "{sent:?}: {text}");
+        assert_eq!(output.status.code(), Some(1));
+    }
+}
+
+#[test]
+fn sigterm_to_the_mcp_server_ends_its_calls_trees() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tag = tag("mcp");
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--workspace"])
+        .arg(workspace.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut send = |message: serde_json::Value| {
+        writeln!(input, "{message}").unwrap();
+        input.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "sandbox-test", "version": "0"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let command = format!("setsid sh -c 'sleep 300; :' {tag} & sh -c 'sleep 301; :' {tag}");
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": command}}}));
+    wait_for("the sleeps", || running_with(&tag).len() == 2);
+    signal(&child, rustix::process::Signal::TERM);
+    child.wait().unwrap();
+    assert!(running_with(&tag).is_empty(), "{:?}", running_with(&tag));
+    drop(input);
+}
+
+#[test]
+fn doctor_says_what_the_machine_supports() {
+    let workspace = tempfile::tempdir().unwrap();
+    let output = crate::run(workspace.path(), &["doctor"], None);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("permission mode: workspace-write"), "{text}");
+    assert!(text.contains(&format!("sandbox helper: {BIN}")), "{text}");
+    assert!(text.contains("landlock: ABI "), "{text}");
+    assert!(text.contains("namespaces: yes"), "{text}");
+    assert!(text.contains("bash: sandboxed"), "{text}");
+}
+
+#[test]
+fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
+    let workspace = tempfile::tempdir().unwrap();
+    let target = format!("/tmp/{}", tag("write"));
+    let args = json!({ "command": format!("echo x > {target}") }).to_string();
+    let output = crate::run(workspace.path(), &["call", "bash", &args], None);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("note: the sandbox (workspace-write mode) refused"),
+        "{text}"
+    );
+    assert!(!std::path::Path::new(&target).exists());
+    // In full-access the same command writes.
+    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
+    std::fs::write(
+        workspace.path().join(".vak/config.toml"),
+        "[permissions]\nmode = \"full-access\"\n",
+    )
+    .unwrap();
+    let output = crate::run(workspace.path(), &["call", "bash", &args], None);
+    assert!(output.status.success());
+    assert!(std::path::Path::new(&target).exists());
+    std::fs::remove_file(&target).unwrap();
+}
