@@ -51,6 +51,38 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Tags of the long-running shells of the tests below, found in the host's `/proc` by their
+/// `$0` (a sandboxed command sees only its own namespace's pids, so it cannot report them).
+const TAG_CANCEL: &str = "vak-mcp-test-cancel-tree";
+const TAG_EOF: &str = "vak-mcp-test-eof-tree";
+
+/// The pid of the live `sh` whose command line carries `tag`.
+fn tagged_pid(tag: &str) -> u32 {
+    for _ in 0..400 {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                continue;
+            };
+            let mut args = cmdline.split(|&byte| byte == 0);
+            if args.next() == Some(b"sh".as_slice())
+                && args.any(|arg| arg == tag.as_bytes())
+                && process_alive(pid)
+            {
+                return pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no live shell tagged {tag}");
+}
+
 fn wait_gone(pid: u32, limit: Duration) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
@@ -258,7 +290,7 @@ async fn cancelling_a_bash_call_kills_its_process() {
     let long_call = call(
         &client,
         "bash",
-        json!({"command": "sleep 60 & echo $! > pid; wait", "timeout_ms": 120000}),
+        json!({"command": format!("sh -c 'sleep 60; :' {TAG_CANCEL} & echo started > pid; wait"), "timeout_ms": 120000}),
     );
     // Dropping the call's future sends notifications/cancelled for it.
     let pid_path = pid_file.clone();
@@ -266,8 +298,10 @@ async fn cancelling_a_bash_call_kills_its_process() {
         tokio::task::spawn_blocking(move || wait_for_file(&pid_path, Duration::from_secs(30)));
     tokio::select! {
         _ = long_call => panic!("the call returned before it was cancelled"),
-        pid = watcher => {
-            let pid: u32 = pid.unwrap().trim().parse().unwrap();
+        started = watcher => {
+            assert_eq!(started.unwrap().trim(), "started");
+            // The command sees pids of its sandbox's namespace: find it by its tag instead.
+            let pid = tagged_pid(TAG_CANCEL);
             assert!(process_alive(pid));
             // leave the select: the call future is dropped here, which cancels it
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -314,12 +348,11 @@ fn eof_on_stdin_stops_the_server_and_its_processes() {
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "bash", "arguments": {"command": "sleep 60 & echo $! > pid; wait"}}}),
+        "name": "bash", "arguments": {"command": format!("sh -c 'sleep 60; :' {TAG_EOF} & echo started > pid; wait")}}}),
     );
-    let pid: u32 = wait_for_file(&dir.path().join("pid"), Duration::from_secs(30))
-        .trim()
-        .parse()
-        .unwrap();
+    let started = wait_for_file(&dir.path().join("pid"), Duration::from_secs(30));
+    assert_eq!(started.trim(), "started");
+    let pid = tagged_pid(TAG_EOF);
     assert!(process_alive(pid));
     drop(stdin);
     let started = Instant::now();
