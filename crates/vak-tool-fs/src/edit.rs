@@ -40,6 +40,7 @@ mod read_prefixes;
 mod regions;
 mod report;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
@@ -53,7 +54,7 @@ use self::error::EditError;
 use self::io::{load, write};
 use self::report::render;
 use crate::FsSettings;
-use crate::file_kind::{SNIFF_BYTES, binary_kind, looks_binary};
+use crate::file_kind::{Encoding, SNIFF_BYTES, Sniff, sniff};
 use crate::hash::content_hash;
 use crate::seen::Seen;
 
@@ -212,30 +213,51 @@ pub(crate) fn run(
         }
         seen.remember(&actual, &bytes);
     }
-    let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
-    if start.starts_with(&[0xFF, 0xFE]) || start.starts_with(&[0xFE, 0xFF]) {
-        return Err(EditError::Binary {
-            path: shown(),
-            kind: "UTF-16 text, which edit does not change".into(),
-        });
-    }
-    if looks_binary(start) {
-        return Err(EditError::Binary {
-            path: shown(),
-            kind: binary_kind(start).unwrap_or("binary data").into(),
-        });
-    }
-    let whole = std::str::from_utf8(&bytes).map_err(|error| {
-        let offset = error.valid_up_to();
-        EditError::NotUtf8 {
-            path: shown(),
-            offset,
-            line: memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1,
+    let encoding = match sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+        Sniff::Text(encoding) => encoding,
+        Sniff::Binary(kind) => {
+            return Err(EditError::Binary {
+                path: shown(),
+                kind: kind.unwrap_or("binary data").into(),
+            });
         }
-    })?;
+    };
+    let whole = match encoding {
+        Encoding::Utf8 => std::str::from_utf8(&bytes)
+            .map(Cow::Borrowed)
+            .map_err(|error| {
+                let offset = error.valid_up_to();
+                EditError::NotUtf8 {
+                    path: shown(),
+                    offset,
+                    line: memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1,
+                }
+            })?,
+        utf16 => Cow::Owned(utf16.decode(&bytes).ok_or_else(|| EditError::NotUtf16 {
+            path: shown(),
+            encoding: utf16.describe(),
+        })?),
+    };
+    // The one binary policy: a NUL anywhere makes the file binary.
+    if let Some(at) = memchr::memchr(0, whole.as_bytes()) {
+        return Err(EditError::Binary {
+            path: shown(),
+            kind: format!("a NUL byte at offset {}", human::grouped(at as u64)),
+        });
+    }
     let (bom, body) = match whole.strip_prefix(BOM) {
         Some(body) => (BOM, body),
-        None => ("", whole),
+        None => ("", &*whole),
+    };
+    // Lines that end with a lone `\r` (classic Mac OS): edited as `\n` lines, written back with
+    // `\r`. With no `\n` in the file, the exchange is exact both ways.
+    let cr_lines = !body.contains('\n') && body.contains('\r');
+    let lf_body;
+    let body = if cr_lines {
+        lf_body = body.replace('\r', "\n");
+        &lf_body
+    } else {
+        body
     };
 
     let mut draft = Draft::new(body);
@@ -254,21 +276,36 @@ pub(crate) fn run(
     if changed.is_empty() {
         return Err(EditError::NetNoChange);
     }
-    let mut out = new_body;
+    let mut out = if cr_lines {
+        new_body.replace('\n', "\r")
+    } else {
+        new_body.clone()
+    };
     out.insert_str(0, bom);
-    let new_hash = content_hash(out.as_bytes());
+    let out_bytes = encoding.encode(&out);
+    let new_hash = content_hash(&out_bytes);
     if cancel.is_cancelled() {
         return Err(EditError::Cancelled);
     }
-    write(request, out.as_bytes(), &stamp)?;
-    seen.remember(&new_hash, out.as_bytes());
+    let previous = write(request, &out_bytes, &stamp)?;
+    seen.remember(&new_hash, &out_bytes);
 
-    let new_body = &out[bom.len()..];
+    let mut notes: Vec<String> = previous.note().into_iter().collect();
+    if cr_lines {
+        notes.push("the lines end with a lone CR (\\r), as before".into());
+    }
+    if encoding != Encoding::Utf8 {
+        notes.push(format!(
+            "written back as {}, as before",
+            encoding.describe()
+        ));
+    }
     Ok(render(
         request,
         &applied,
-        &regions::changed_lines(&changed, new_body),
-        &diff::unified_diff(body, new_body, &changed, &request.shown),
+        &regions::changed_lines(&changed, &new_body),
+        &diff::unified_diff(body, &new_body, &changed, &request.shown),
+        &notes,
         &new_hash,
     ))
 }

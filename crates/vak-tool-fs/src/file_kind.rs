@@ -1,5 +1,17 @@
-//! What kind of file a path holds: text or binary (by content, never by file name), which binary
-//! or image format (by magic bytes), and what a path that is not a regular file is.
+//! What kind of file a path holds: text or binary (by content, never by file name), in which
+//! encoding, which binary or image format (by magic bytes), and what a path that is not a regular
+//! file is.
+//!
+//! # The one binary policy
+//!
+//! `read`, `grep` and `edit` decide the same way ([`sniff`]):
+//! 1. A UTF-16 byte order mark, or a start that reads as UTF-16 without one (every other byte a
+//!    NUL, the whole start valid UTF-16), makes the file UTF-16 text: it is decoded, never called
+//!    binary for its NUL bytes.
+//! 2. Otherwise a NUL byte in the first [`SNIFF_BYTES`], or more than 10% control bytes there,
+//!    makes it binary.
+//! 3. A NUL found later, in the (decoded) text, makes it binary too: `read` notices it during its
+//!    one pass and refuses the file, `grep` stops at it and skips the file (ripgrep's rule).
 
 /// How much of a file's start is examined.
 pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
@@ -16,6 +28,212 @@ pub(crate) fn looks_binary(start: &[u8]) -> bool {
         .filter(|&&byte| byte < 0x20 && !matches!(byte, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
         .count();
     control * 10 > start.len()
+}
+
+/// How a text file's bytes encode its characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// UTF-8 (a UTF-8 byte order mark is handled by each tool).
+    Utf8,
+    /// UTF-16, little-endian.
+    Utf16Le {
+        /// Whether the file starts with the byte order mark `FF FE`.
+        bom: bool,
+    },
+    /// UTF-16, big-endian.
+    Utf16Be {
+        /// Whether the file starts with the byte order mark `FE FF`.
+        bom: bool,
+    },
+}
+
+impl Encoding {
+    /// The length of the byte order mark this encoding starts with (UTF-16 only).
+    pub(crate) fn bom_len(self) -> usize {
+        match self {
+            Self::Utf16Le { bom: true } | Self::Utf16Be { bom: true } => 2,
+            _ => 0,
+        }
+    }
+
+    /// The encoding for `encoding_rs`, for UTF-16.
+    pub(crate) fn utf16(self) -> Option<&'static encoding_rs::Encoding> {
+        match self {
+            Self::Utf8 => None,
+            Self::Utf16Le { .. } => Some(encoding_rs::UTF_16LE),
+            Self::Utf16Be { .. } => Some(encoding_rs::UTF_16BE),
+        }
+    }
+
+    /// How a note names it: `UTF-16 (little-endian, with a byte order mark)`.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::Utf8 => "UTF-8",
+            Self::Utf16Le { bom: true } => "UTF-16 (little-endian, with a byte order mark)",
+            Self::Utf16Le { bom: false } => "UTF-16 (little-endian, without a byte order mark)",
+            Self::Utf16Be { bom: true } => "UTF-16 (big-endian, with a byte order mark)",
+            Self::Utf16Be { bom: false } => "UTF-16 (big-endian, without a byte order mark)",
+        }
+    }
+
+    /// The name `iconv` knows it by.
+    pub(crate) fn iconv_name(self) -> &'static str {
+        match self {
+            Self::Utf8 => "UTF-8",
+            Self::Utf16Le { bom: true } | Self::Utf16Be { bom: true } => "UTF-16",
+            Self::Utf16Le { bom: false } => "UTF-16LE",
+            Self::Utf16Be { bom: false } => "UTF-16BE",
+        }
+    }
+
+    /// `text` in this encoding, with the byte order mark when the encoding has one.
+    pub(crate) fn encode(self, text: &str) -> Vec<u8> {
+        let units = text.encode_utf16();
+        match self {
+            Self::Utf8 => text.as_bytes().to_vec(),
+            Self::Utf16Le { bom } => {
+                let mut out = Vec::with_capacity(text.len() * 2 + 2);
+                if bom {
+                    out.extend_from_slice(&[0xff, 0xfe]);
+                }
+                out.extend(units.flat_map(u16::to_le_bytes));
+                out
+            }
+            Self::Utf16Be { bom } => {
+                let mut out = Vec::with_capacity(text.len() * 2 + 2);
+                if bom {
+                    out.extend_from_slice(&[0xfe, 0xff]);
+                }
+                out.extend(units.flat_map(u16::to_be_bytes));
+                out
+            }
+        }
+    }
+
+    /// The text of a whole UTF-16 file (byte order mark removed), or `None` when it is not
+    /// valid UTF-16 (an odd length, an unpaired surrogate).
+    pub(crate) fn decode(self, bytes: &[u8]) -> Option<String> {
+        let body = bytes.get(self.bom_len()..)?;
+        match self.utf16() {
+            None => std::str::from_utf8(body).ok().map(str::to_owned),
+            Some(encoding) => encoding
+                .decode_without_bom_handling_and_without_replacement(body)
+                .map(std::borrow::Cow::into_owned),
+        }
+    }
+}
+
+/// What a file's first bytes say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sniff {
+    /// Text in this encoding.
+    Text(Encoding),
+    /// Binary, of this kind where the magic bytes tell.
+    Binary(Option<&'static str>),
+}
+
+/// The one binary policy (see the module's documentation), applied to the first
+/// [`SNIFF_BYTES`] of a file.
+pub(crate) fn sniff(start: &[u8]) -> Sniff {
+    let start = &start[..start.len().min(SNIFF_BYTES)];
+    if start.starts_with(&[0xff, 0xfe]) && !start.starts_with(&[0xff, 0xfe, 0, 0]) {
+        return Sniff::Text(Encoding::Utf16Le { bom: true });
+    }
+    if start.starts_with(&[0xfe, 0xff]) {
+        return Sniff::Text(Encoding::Utf16Be { bom: true });
+    }
+    if let Some(encoding) = utf16_without_bom(start) {
+        return Sniff::Text(encoding);
+    }
+    if looks_binary(start) {
+        return Sniff::Binary(binary_kind(start));
+    }
+    Sniff::Text(Encoding::Utf8)
+}
+
+/// UTF-16 without a byte order mark: at least two code units, NUL bytes on one side of most
+/// units and never on the other, and the start valid UTF-16 (a unit cut at the end allowed).
+fn utf16_without_bom(start: &[u8]) -> Option<Encoding> {
+    let units = start.len() / 2;
+    if units < 2 {
+        return None;
+    }
+    let zeros = |offset: usize| {
+        start
+            .chunks_exact(2)
+            .filter(|pair| pair[offset] == 0)
+            .count()
+    };
+    let (low_zero, high_zero) = (zeros(0), zeros(1));
+    let encoding = if high_zero * 2 >= units && low_zero == 0 {
+        Encoding::Utf16Le { bom: false }
+    } else if low_zero * 2 >= units && high_zero == 0 {
+        Encoding::Utf16Be { bom: false }
+    } else {
+        return None;
+    };
+    let decoded: Vec<u16> = start
+        .chunks_exact(2)
+        .map(|pair| match encoding {
+            Encoding::Utf16Be { .. } => u16::from_be_bytes([pair[0], pair[1]]),
+            _ => u16::from_le_bytes([pair[0], pair[1]]),
+        })
+        .collect();
+    // A surrogate pair may be cut at the end of the start.
+    let whole = match decoded.last() {
+        Some(unit) if (0xd800..0xdc00).contains(unit) => &decoded[..decoded.len() - 1],
+        _ => &decoded[..],
+    };
+    let text: String = char::decode_utf16(whole.iter().copied())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    // Control characters other than whitespace make it binary after all.
+    let control = text
+        .chars()
+        .filter(|&c| c < ' ' && !matches!(c, '\t' | '\n' | '\r' | '\x0c' | '\x1b'))
+        .count();
+    (control * 10 <= text.chars().count()).then_some(encoding)
+}
+
+/// Whether a text's lines end with a lone `\r` (classic Mac OS): its start holds a carriage
+/// return and no line feed.
+pub(crate) fn cr_only(start: &[u8]) -> bool {
+    let start = &start[..start.len().min(SNIFF_BYTES)];
+    memchr::memchr(b'\n', start).is_none() && memchr::memchr(b'\r', start).is_some()
+}
+
+/// A file opened for searching under the one binary policy: `Ok(None)` when its first bytes say
+/// binary, otherwise a reader of its text as UTF-8 (UTF-16 decoded, its byte order mark
+/// dropped). A NUL later in the text is for the searcher to notice (`grep` stops there and skips
+/// the file, as `read` refuses it).
+pub(crate) fn open_text(
+    path: &std::path::Path,
+) -> std::io::Result<Option<Box<dyn std::io::Read + Send>>> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut start = Vec::with_capacity(SNIFF_BYTES);
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut start)?;
+    let encoding = match sniff(&start) {
+        Sniff::Binary(_) => return Ok(None),
+        Sniff::Text(encoding) => encoding,
+    };
+    let bom = encoding.bom_len();
+    let rest = std::io::Cursor::new(start).chain(file);
+    Ok(Some(match encoding.utf16() {
+        None => Box::new(rest),
+        Some(utf16) => {
+            let mut rest = rest;
+            std::io::copy(&mut (&mut rest).take(bom as u64), &mut std::io::sink())?;
+            Box::new(
+                encoding_rs_io::DecodeReaderBytesBuilder::new()
+                    .encoding(Some(utf16))
+                    .bom_sniffing(false)
+                    .build(rest),
+            )
+        }
+    }))
 }
 
 /// A name for well-known binary formats, from their magic bytes.
@@ -157,5 +375,78 @@ mod tests {
             assert_eq!(image_kind(bytes), *kind, "{bytes:?}");
         }
         assert_eq!(ImageKind::Webp.media_type(), "image/webp");
+    }
+
+    #[test]
+    fn one_policy_for_text_binary_and_utf16() {
+        let le = Encoding::Utf16Le { bom: false };
+        let be = Encoding::Utf16Be { bom: false };
+        let cases: &[(&[u8], Sniff)] = &[
+            (b"plain\n", Sniff::Text(Encoding::Utf8)),
+            (b"", Sniff::Text(Encoding::Utf8)),
+            (b"a\0b", Sniff::Binary(None)),
+            (b"\x7fELF\0\0", Sniff::Binary(Some("ELF executable"))),
+            (
+                b"\xff\xfeh\0i\0",
+                Sniff::Text(Encoding::Utf16Le { bom: true }),
+            ),
+            (
+                b"\xfe\xff\0h\0i",
+                Sniff::Text(Encoding::Utf16Be { bom: true }),
+            ),
+            (b"h\0i\0\n\0", Sniff::Text(le)),
+            (b"\0h\0i\0\n", Sniff::Text(be)),
+            // A lone surrogate is not UTF-16.
+            (b"h\0\x00\xdcx\0", Sniff::Binary(None)),
+            // Control characters, even as UTF-16.
+            (b"\x01\0\x02\0\x03\0a\0", Sniff::Binary(None)),
+            // Little-endian integers: NULs on both sides.
+            (b"\x01\0\0\0\x02\0\0\0", Sniff::Binary(None)),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(sniff(bytes), *want, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn utf16_round_trips_with_its_bom() {
+        for encoding in [
+            Encoding::Utf16Le { bom: true },
+            Encoding::Utf16Be { bom: true },
+            Encoding::Utf16Le { bom: false },
+            Encoding::Utf16Be { bom: false },
+        ] {
+            let bytes = encoding.encode("héllo 😀\r\n");
+            assert_eq!(bytes.len(), encoding.bom_len() + 2 * 10);
+            assert_eq!(encoding.decode(&bytes).as_deref(), Some("héllo 😀\r\n"));
+        }
+        assert_eq!(Encoding::Utf16Le { bom: true }.encode("a"), b"\xff\xfea\0");
+        assert_eq!(Encoding::Utf16Le { bom: false }.decode(b"a\0b"), None);
+    }
+
+    #[test]
+    fn searching_reads_decoded_text_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = |bytes: &[u8]| {
+            let path = dir.path().join("f");
+            std::fs::write(&path, bytes).unwrap();
+            open_text(&path).unwrap().map(|mut reader| {
+                let mut text = String::new();
+                reader.read_to_string(&mut text).unwrap();
+                text
+            })
+        };
+        use std::io::Read as _;
+        assert_eq!(read(b"plain\n").as_deref(), Some("plain\n"));
+        assert_eq!(read(b"\xff\xfeh\0i\0").as_deref(), Some("hi"));
+        assert_eq!(read(b"\0h\0i").as_deref(), Some("hi"));
+        assert_eq!(read(b"a\0b"), None);
+    }
+
+    #[test]
+    fn carriage_returns_alone() {
+        assert!(cr_only(b"a\rb\r"));
+        assert!(!cr_only(b"a\r\nb"));
+        assert!(!cr_only(b"ab"));
     }
 }

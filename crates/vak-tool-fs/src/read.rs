@@ -34,8 +34,8 @@ use self::image::{FitLimits, read_image};
 use self::not_found::not_found_hint;
 use self::render::render;
 use crate::FsSettings;
-use crate::file_kind;
-use crate::hash::hash_line;
+use crate::file_kind::{self, Sniff};
+use crate::hash::{ContentHasher, hash_line};
 use crate::seen::Seen;
 
 /// Lines shown when the call gives no `limit`.
@@ -210,25 +210,83 @@ fn read_file(
     if let Some(kind) = file_kind::image_kind(&start) {
         return read_image(request, kind, start, file, meta.len());
     }
-    if file_kind::looks_binary(&start) {
-        return Err(ReadError::Binary {
-            path: shown(),
-            bytes: meta.len(),
-            kind: file_kind::binary_kind(&start),
-        });
-    }
-
-    let page_request = scan::PageRequest {
+    let encoding = match file_kind::sniff(&start) {
+        Sniff::Text(encoding) => encoding,
+        Sniff::Binary(kind) => {
+            return Err(ReadError::Binary {
+                path: shown(),
+                bytes: meta.len(),
+                kind,
+                nul: None,
+            });
+        }
+    };
+    let page_request = |eol| scan::PageRequest {
         offset: request.offset,
         limit: request.limit,
         budget: request.page_bytes,
         chunk: CHUNK,
         parallel_hash: meta.len() >= PARALLEL_HASH_BYTES,
+        eol,
     };
-    let mut reader = io::Cursor::new(start).chain(file);
-    let Some(page) = scan::scan(&mut reader, page_request, cancel).map_err(io_error)? else {
+    let scanned = match encoding.utf16() {
+        None => {
+            let eol = if file_kind::cr_only(&start) {
+                b'\r'
+            } else {
+                b'\n'
+            };
+            let mut reader = io::Cursor::new(start).chain(file);
+            scan::scan(&mut reader, page_request(eol), cancel)
+        }
+        Some(utf16) => {
+            // The scan sees the text as UTF-8; the hash and size are of the file's own bytes.
+            let mut hasher = ContentHasher::default();
+            let mut raw_bytes = 0;
+            let decoded_start = utf16
+                .decode_without_bom_handling(&start[encoding.bom_len()..])
+                .0;
+            let eol = if file_kind::cr_only(decoded_start.as_bytes()) {
+                b'\r'
+            } else {
+                b'\n'
+            };
+            let mut raw = Tee {
+                inner: io::Cursor::new(start).chain(file),
+                hasher: &mut hasher,
+                bytes: &mut raw_bytes,
+            };
+            io::copy(
+                &mut (&mut raw).take(encoding.bom_len() as u64),
+                &mut io::sink(),
+            )
+            .map_err(io_error)?;
+            let mut decoded = encoding_rs_io::DecodeReaderBytesBuilder::new()
+                .encoding(Some(utf16))
+                .bom_sniffing(false)
+                .build(raw);
+            let scanned = scan::scan(&mut decoded, page_request(eol), cancel);
+            drop(decoded);
+            scanned.map(|page| {
+                page.map(|mut page| {
+                    page.hash = hasher.finish();
+                    page.bytes = raw_bytes;
+                    page
+                })
+            })
+        }
+    };
+    let Some(page) = scanned.map_err(io_error)? else {
         return Err(ReadError::Cancelled { path: shown() });
     };
+    if let Some(at) = page.nul {
+        return Err(ReadError::Binary {
+            path: shown(),
+            bytes: meta.len(),
+            kind: None,
+            nul: Some((at, encoding)),
+        });
+    }
     // So that a stale `expect_hash` from this read can say how much the file changed since.
     seen.remember_size(&page.hash, page.bytes, page.total_lines);
     if page.total_lines == 0 {
@@ -254,5 +312,22 @@ fn read_file(
         &request.shown,
         &page,
         request.page_bytes,
+        encoding,
     )))
+}
+
+/// A reader that hashes and counts the bytes read through it.
+struct Tee<'a, R> {
+    inner: R,
+    hasher: &'a mut ContentHasher,
+    bytes: &'a mut u64,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        *self.bytes += n as u64;
+        Ok(n)
+    }
 }

@@ -23,6 +23,7 @@ use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOut
 
 use crate::FsSettings;
 use crate::atomic_write::{self, Previous};
+use crate::file_kind::{self, Encoding, Sniff};
 use crate::hash::{content_hash, hash_line};
 use crate::line_count::count_lines;
 
@@ -221,7 +222,6 @@ impl Job {
             path: self.shown.clone(),
             source,
         };
-        let bytes = self.content.as_bytes();
         let old = match fs::metadata(&self.path) {
             Ok(meta) if meta.is_dir() => {
                 return Err(WriteError::Directory {
@@ -250,20 +250,46 @@ impl Job {
             });
         }
         let mut notes = Vec::new();
-        // The old content only feeds the "unchanged" check and the notes: a file that cannot be
-        // read (write-only, say) is still replaced.
-        if let Some(meta) = &old
-            && let Ok(start) = file_start(&self.path, meta.len(), bytes.len())
-        {
-            if meta.len() == bytes.len() as u64 && start == bytes {
+        // The old content only feeds the encoding, the "unchanged" check and the notes: a file
+        // that cannot be read (write-only, say) is still replaced.
+        let old_start = old
+            .as_ref()
+            .and_then(|meta| file_start(&self.path, meta.len(), None).ok());
+        // A UTF-16 file stays UTF-16, with its byte order mark.
+        let encoding = match old_start.as_deref().map(file_kind::sniff) {
+            Some(Sniff::Text(encoding)) if encoding != Encoding::Utf8 => encoding,
+            _ => Encoding::Utf8,
+        };
+        let encoded;
+        let bytes = if encoding == Encoding::Utf8 {
+            self.content.as_bytes()
+        } else {
+            let text = self
+                .content
+                .strip_prefix('\u{feff}')
+                .unwrap_or(&self.content);
+            encoded = encoding.encode(text);
+            notes.push(format!(
+                "written as {}, the file's encoding",
+                encoding.describe()
+            ));
+            &encoded
+        };
+        let counts = counts(bytes.len(), &self.content);
+        if let (Some(meta), Some(start)) = (&old, &old_start) {
+            if meta.len() == bytes.len() as u64
+                && file_start(&self.path, meta.len(), Some(bytes.len()))
+                    .is_ok_and(|old| old == bytes)
+            {
                 return Ok(format!(
-                    "`{}` already has exactly this content ({}); nothing was written.\n{}",
+                    "`{}` already has exactly this content ({counts}); nothing was written.\n{}",
                     self.shown,
-                    counts(bytes),
                     hash_line(&content_hash(bytes))
                 ));
             }
-            notes.extend(ending_notes(&start, bytes));
+            if encoding == Encoding::Utf8 {
+                notes.extend(ending_notes(start, bytes).into_iter().map(str::to_owned));
+            }
         }
         let new_folder = self.first_missing_folder();
         let written = match self.before_rename {
@@ -282,10 +308,11 @@ impl Job {
             }
             Err(error) => return Err(io_error(error)),
         };
-        let counts = counts(bytes);
         let mut text = match previous {
             Previous::Created => format!("Created `{}` ({counts})", self.shown),
-            Previous::Replaced { bytes: old_bytes } => format!(
+            Previous::Replaced {
+                bytes: old_bytes, ..
+            } => format!(
                 "Overwrote `{}` ({counts}; it had {} before)",
                 self.shown,
                 human::size(old_bytes)
@@ -300,6 +327,7 @@ impl Job {
             ));
         }
         text.push_str(".\n");
+        notes.extend(previous.note());
         for note in notes {
             text.push_str(&format!("[{note}]\n"));
         }
@@ -343,22 +371,22 @@ impl Job {
     }
 }
 
-/// `12 B, 2 lines`.
-fn counts(bytes: &[u8]) -> String {
+/// `12 B, 2 lines`: the bytes written and the lines of the text.
+fn counts(bytes: usize, text: &str) -> String {
     format!(
         "{}, {}",
-        human::size(bytes.len() as u64),
-        human::count(count_lines(bytes), "line", "lines")
+        human::size(bytes as u64),
+        human::count(count_lines(text.as_bytes()), "line", "lines")
     )
 }
 
-/// The first bytes of the old file: all of it when it is as long as the new content (to spot
-/// a write that changes nothing), otherwise enough to see its line endings and BOM.
-fn file_start(path: &Path, old_len: u64, new_len: usize) -> io::Result<Vec<u8>> {
-    let want = if old_len == new_len as u64 {
-        old_len
-    } else {
-        8 * 1024
+/// The first bytes of the old file: all of it when `whole` gives its expected length and the
+/// file has that length (to spot a write that changes nothing), otherwise enough to see its
+/// encoding, line endings and BOM.
+fn file_start(path: &Path, old_len: u64, whole: Option<usize>) -> io::Result<Vec<u8>> {
+    let want = match whole {
+        Some(len) if old_len == len as u64 => old_len,
+        _ => file_kind::SNIFF_BYTES as u64,
     };
     let mut start = Vec::new();
     fs::File::open(path)?.take(want).read_to_end(&mut start)?;
@@ -375,6 +403,12 @@ fn ending_notes(old_start: &[u8], new: &[u8]) -> Vec<&'static str> {
         notes.push(
             "note: the old file used CRLF (\\r\\n) line endings and the new content uses LF \
              only; if the file should keep CRLF, write it again with \\r\\n endings",
+        );
+    }
+    if file_kind::cr_only(old_start) && has_lf && memchr::memchr(b'\r', new).is_none() {
+        notes.push(
+            "note: the old file's lines ended with a lone CR (\\r, classic Mac OS) and the new \
+             content uses LF (\\n); if the file should keep CR, write it again with \\r endings",
         );
     }
     if old_start.starts_with(BOM) && !new.starts_with(BOM) {

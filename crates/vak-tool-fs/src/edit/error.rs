@@ -80,6 +80,18 @@ pub(crate) enum EditError {
         /// Its line.
         line: usize,
     },
+    /// UTF-16 that does not decode.
+    #[error(
+        "{path} starts as {encoding} but is not valid UTF-16 (an odd number of bytes, or a \
+         lone surrogate); edit refuses it rather than rewrite it lossily. Look at it with `bash` \
+         (`xxd | head`), or convert it with iconv first."
+    )]
+    NotUtf16 {
+        /// The path as shown.
+        path: String,
+        /// The encoding it claims.
+        encoding: &'static str,
+    },
     /// `expect_hash` differs from the file's hash.
     #[error(
         "{path} changed since it was read: its hash is now {actual}, not {expected} as \

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use super::Request;
 use super::error::EditError;
-use crate::atomic_write::write_atomic_with;
+use crate::atomic_write::{Previous, write_atomic_with};
 
 /// What the file looked like when it was read, to notice a writer that comes in between.
 pub(super) struct Stamp {
@@ -65,8 +65,9 @@ pub(super) fn load(request: &Request) -> Result<(Vec<u8>, Stamp), EditError> {
     Ok((bytes, Stamp::of(&meta)))
 }
 
-/// Writes atomically, refusing if the file changed since it was read.
-pub(super) fn write(request: &Request, bytes: &[u8], stamp: &Stamp) -> Result<(), EditError> {
+/// Writes atomically (or in place, for a file with hard links or an owner that a new file cannot
+/// be given), refusing if the file changed since it was read.
+pub(super) fn write(request: &Request, bytes: &[u8], stamp: &Stamp) -> Result<Previous, EditError> {
     let mut raced = false;
     let result = write_atomic_with(&request.path, bytes, |_| {
         let now = fs::metadata(&request.path).map(|meta| Stamp::of(&meta));
@@ -79,7 +80,7 @@ pub(super) fn write(request: &Request, bytes: &[u8], stamp: &Stamp) -> Result<()
         }
     });
     match result {
-        Ok(_) => Ok(()),
+        Ok(previous) => Ok(previous),
         Err(_) if raced => Err(EditError::Raced {
             path: request.shown.clone(),
         }),

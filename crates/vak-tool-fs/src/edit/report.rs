@@ -17,6 +17,7 @@ pub(super) fn render(
     applied: &[Applied],
     changed: &[(usize, usize)],
     diff: &str,
+    notes: &[String],
     hash: &str,
 ) -> String {
     let mut out = String::new();
@@ -72,6 +73,9 @@ pub(super) fn render(
         .collect();
     let _ = writeln!(out, "Changed lines in the new file: {}.", lines.join(", "));
     out.push_str(diff);
+    for note in notes {
+        let _ = writeln!(out, "[{note}]");
+    }
     out.push_str(&hash_line(hash));
     out
 }

@@ -97,8 +97,25 @@ pub(super) fn search_file(searcher: &mut Searcher, query: &Query, path: &Path) -
         query,
         result: FileResult::default(),
     };
+    // The one binary policy of `read` and `grep` (`file_kind`): binary by its first bytes is
+    // skipped; UTF-16 is searched decoded.
+    let reader = match crate::file_kind::open_text(path) {
+        Ok(Some(reader)) => reader,
+        Ok(None) => {
+            return FileResult {
+                binary: true,
+                ..FileResult::default()
+            };
+        }
+        Err(_) => {
+            return FileResult {
+                unreadable: true,
+                ..FileResult::default()
+            };
+        }
+    };
     if searcher
-        .search_path(&query.matcher, path, &mut sink)
+        .search_reader(&query.matcher, reader, &mut sink)
         .is_err()
     {
         // Unreadable (permissions, vanished, a folder's race): count it and go on.

@@ -6,7 +6,7 @@ use vak_tool_core::{PathError, human};
 
 use super::DEFAULT_LIMIT;
 use super::image::Problem;
-use crate::file_kind::ImageKind;
+use crate::file_kind::{Encoding, ImageKind};
 
 /// Why a read failed. Each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
@@ -64,10 +64,12 @@ pub(crate) enum ReadError {
     },
     /// The content is not text.
     #[error(
-        "`{path}` is a binary file ({what}, {size}), not text, so read does not show it. Inspect \
-         it with `bash` instead (for example `file`, `xxd | head` or a format's own tool).",
+        "`{path}` is a binary file ({what}, {size}{nul}), not text, so read does not show it \
+         (grep skips it too). Inspect it with `bash` instead (for example `file`, `xxd | head` or \
+         a format's own tool).",
         what = kind.unwrap_or("unknown kind"),
-        size = human::size(*bytes)
+        size = human::size(*bytes),
+        nul = nul_note(*nul),
     )]
     Binary {
         /// The path as shown.
@@ -76,6 +78,8 @@ pub(crate) enum ReadError {
         bytes: u64,
         /// The kind, from magic bytes, where known.
         kind: Option<&'static str>,
+        /// Where a NUL was found past the first bytes, and the file's encoding.
+        nul: Option<(u64, Encoding)>,
     },
     /// An image file over the image file limit.
     #[error(
@@ -183,5 +187,16 @@ fn image_problem(path: &str, kind: ImageKind, bytes: u64, problem: &Problem) -> 
              or make a smaller copy with `bash` and read that.",
             smallest = human::size(*smallest as u64),
         ),
+    }
+}
+
+/// `, with a NUL byte at offset 9,000` for a NUL found past the first bytes.
+fn nul_note(nul: Option<(u64, Encoding)>) -> String {
+    match nul {
+        None => String::new(),
+        Some((at, Encoding::Utf8)) => {
+            format!(", with a NUL byte at offset {}", human::grouped(at))
+        }
+        Some((_, encoding)) => format!(", {} with a NUL character", encoding.describe()),
     }
 }

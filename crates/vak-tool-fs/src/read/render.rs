@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use vak_tool_core::human;
 
 use super::scan::Page;
+use crate::file_kind::Encoding;
 use crate::hash::hash_line;
 
 /// The page as numbered lines, then the notes, then the hash.
-pub(super) fn render(shown: &str, page: &Page, budget: usize) -> String {
+pub(super) fn render(shown: &str, page: &Page, budget: usize, encoding: Encoding) -> String {
     let mut out = String::with_capacity(page.text.len() + page.lines.len() * 8 + 256);
     let mut invalid_lines = Vec::new();
     let mut invalid_count = 0u64;
@@ -27,17 +28,25 @@ pub(super) fn render(shown: &str, page: &Page, budget: usize) -> String {
     let last = page.first + page.lines.len() as u64 - 1;
     if let Some(cut) = &page.cut {
         let shown_path = shell_quote(shown);
+        // The position counts UTF-8 bytes: a UTF-16 file is converted first.
+        let tail = match encoding {
+            Encoding::Utf8 => format!("tail -c +{} {shown_path}", cut.resume_byte),
+            other => format!(
+                "iconv -f {} -t UTF-8 {shown_path} | tail -c +{}",
+                other.iconv_name(),
+                cut.resume_byte
+            ),
+        };
         let _ = writeln!(
             out,
             "[line {line} is {total} characters long: the first {first} are shown, {hidden} are \
-             not. To see the rest, run in bash: tail -c +{resume} {shown_path} | head -c 65536 \
+             not. To see the rest, run in bash: {tail} | head -c 65536 \
              (continue with a larger +N), or reformat it first, e.g. `jq . {shown_path}` for \
              JSON or `fold -w 200 {shown_path}`]",
             line = human::grouped(cut.line),
             total = human::grouped(cut.shown_chars + cut.hidden_chars),
             first = human::grouped(cut.shown_chars),
             hidden = human::grouped(cut.hidden_chars),
-            resume = cut.resume_byte,
         );
     }
     match page.next {
@@ -93,10 +102,24 @@ pub(super) fn render(shown: &str, page: &Page, budget: usize) -> String {
         };
         let _ = writeln!(out, "[{which} with CRLF (\\r\\n); the \\r is not shown]");
     }
+    if page.cr_lines && page.total_lines > 1 {
+        let _ = writeln!(
+            out,
+            "[the lines end with a lone CR (\\r, classic Mac OS), shown as line breaks; edit \
+             keeps them]"
+        );
+    }
     if page.bom {
         let _ = writeln!(
             out,
             "[the file starts with a UTF-8 byte order mark (BOM), not shown]"
+        );
+    }
+    if encoding != Encoding::Utf8 {
+        let _ = writeln!(
+            out,
+            "[the file is {}, shown decoded; edit and write keep that encoding]",
+            encoding.describe()
         );
     }
     out.push_str(&hash_line(&page.hash));
@@ -140,9 +163,11 @@ mod tests {
             full: false,
             cut: None,
             hash: "0123456789abcdef".into(),
+            nul: None,
+            cr_lines: false,
         };
         assert_eq!(
-            render("f", &page, 1000),
+            render("f", &page, 1000, Encoding::Utf8),
             "     9\ta\n    10\tb\n[lines 9–10 of 12 shown; continue with offset=11]\n\
              [hash of the whole file: 0123456789abcdef (give it to edit as expect_hash)]"
         );

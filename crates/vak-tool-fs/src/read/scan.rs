@@ -31,6 +31,9 @@ pub(crate) struct PageRequest {
     pub(crate) chunk: usize,
     /// Whether to hash on a second thread (worth it for large files only).
     pub(crate) parallel_hash: bool,
+    /// The byte that ends a line: `\n` (a `\r` before it is removed, CRLF), or `\r` for a
+    /// file whose lines end with a lone carriage return (classic Mac OS).
+    pub(crate) eol: u8,
 }
 
 /// The one line that alone exceeds the budget, cut at a character boundary.
@@ -71,6 +74,11 @@ pub(crate) struct Page {
     pub(crate) cut: Option<CutLine>,
     /// The hash of the whole file.
     pub(crate) hash: String,
+    /// The position of the first NUL byte: the text is binary after all, and the scan stopped
+    /// there (the rest of the page is meaningless).
+    pub(crate) nul: Option<u64>,
+    /// Whether lines ended with a lone `\r` (the request's `eol`).
+    pub(crate) cr_lines: bool,
 }
 
 /// Where the scan is relative to the page.
@@ -110,6 +118,8 @@ struct Scanner {
     /// While cutting: characters after the kept part, and the last byte of the line.
     cut_rest_chars: u64,
     cut_last: Option<u8>,
+    /// Where the first NUL byte is.
+    nul: Option<u64>,
 }
 
 /// The width that `cat -n` gives a line number: six columns, more for larger numbers.
@@ -148,6 +158,7 @@ impl Scanner {
             cut: None,
             cut_rest_chars: 0,
             cut_last: None,
+            nul: None,
         }
     }
 
@@ -162,7 +173,7 @@ impl Scanner {
             match self.phase {
                 Phase::Skip => {
                     let needed = self.request.offset - self.line;
-                    let in_rest = memchr::memchr_iter(b'\n', rest).count() as u64;
+                    let in_rest = memchr::memchr_iter(self.request.eol, rest).count() as u64;
                     if in_rest < needed {
                         self.line += in_rest;
                         self.newlines += in_rest;
@@ -170,7 +181,7 @@ impl Scanner {
                     } else {
                         // The page starts inside this chunk: find exactly where.
                         let mut consumed = rest.len();
-                        for (seen, at) in memchr::memchr_iter(b'\n', rest).enumerate() {
+                        for (seen, at) in memchr::memchr_iter(self.request.eol, rest).enumerate() {
                             if seen as u64 + 1 == needed {
                                 consumed = at + 1;
                                 break;
@@ -184,7 +195,7 @@ impl Scanner {
                     }
                 }
                 Phase::Copy | Phase::Cutting => {
-                    let (part, ends) = match memchr::memchr(b'\n', rest) {
+                    let (part, ends) = match memchr::memchr(self.request.eol, rest) {
                         Some(at) => (&rest[..at], true),
                         None => (rest, false),
                     };
@@ -203,12 +214,17 @@ impl Scanner {
                     }
                 }
                 Phase::Count => {
-                    self.newlines += memchr::memchr_iter(b'\n', rest).count() as u64;
+                    self.newlines += memchr::memchr_iter(self.request.eol, rest).count() as u64;
                     i = data.len();
                 }
             }
         }
         self.pos += data.len() as u64;
+    }
+
+    /// Whether a `\r` before the line's end is part of a CRLF ending (not in `\r` mode).
+    fn crlf(&self) -> bool {
+        self.request.eol == b'\n'
     }
 
     fn start_line(&mut self, pos: u64) {
@@ -238,7 +254,7 @@ impl Scanner {
         let room = self.room();
         // One byte of slack for a `\r` that will be removed at the line's end.
         if have + part.len() <= room
-            || (have + part.len() == room + 1 && part.last() == Some(&b'\r'))
+            || (self.crlf() && have + part.len() == room + 1 && part.last() == Some(&b'\r'))
         {
             self.text.extend_from_slice(part);
         } else if self.lines.is_empty() {
@@ -261,7 +277,10 @@ impl Scanner {
     fn end_line(&mut self) {
         match self.phase {
             Phase::Copy => {
-                if self.text.last() == Some(&b'\r') && self.text.len() > self.line_start {
+                if self.crlf()
+                    && self.text.last() == Some(&b'\r')
+                    && self.text.len() > self.line_start
+                {
                     self.text.pop();
                     self.crlf_lines += 1;
                 }
@@ -274,7 +293,7 @@ impl Scanner {
                 }
             }
             Phase::Cutting => {
-                if self.cut_last == Some(b'\r') {
+                if self.crlf() && self.cut_last == Some(b'\r') {
                     self.cut_rest_chars = self.cut_rest_chars.saturating_sub(1);
                 }
                 let end = char_boundary(&self.text, self.line_start);
@@ -298,7 +317,7 @@ impl Scanner {
 
     fn finish(mut self, bom: bool, hash: String) -> Page {
         // A last line without a newline.
-        let unterminated = matches!(self.last_byte, Some(byte) if byte != b'\n');
+        let unterminated = matches!(self.last_byte, Some(byte) if byte != self.request.eol);
         if unterminated && matches!(self.phase, Phase::Copy | Phase::Cutting) {
             self.end_line();
         }
@@ -316,6 +335,8 @@ impl Scanner {
             next,
             cut: self.cut,
             hash,
+            nul: self.nul,
+            cr_lines: self.request.eol == b'\r',
         }
     }
 }
@@ -477,6 +498,11 @@ fn scan_with(
                 scanner.line_pos = BOM.len() as u64;
             }
         }
+        if let Some(at) = memchr::memchr(0, content) {
+            // Binary after all: no page of it will be shown.
+            scanner.nul = Some(scanner.pos + at as u64);
+            break;
+        }
         scanner.feed(content);
         hashing.hash(buf)?;
         if n < size {
@@ -505,6 +531,7 @@ mod tests {
             budget,
             chunk,
             parallel_hash,
+            eol: b'\n',
         };
         scan(&mut &bytes[..], request, &CancellationToken::new())
             .unwrap()
@@ -665,6 +692,44 @@ mod tests {
         assert_eq!(page.text, b"a\rb");
     }
 
+    fn page_with(bytes: &[u8], offset: u64, chunk: usize, eol: u8) -> Page {
+        let request = PageRequest {
+            offset,
+            limit: 10,
+            budget: 1000,
+            chunk,
+            parallel_hash: false,
+            eol,
+        };
+        scan(&mut &bytes[..], request, &CancellationToken::new())
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn lines_ending_with_a_lone_carriage_return() {
+        for chunk in [3, 4, 64] {
+            let page = page_with(b"one\rtwo\rthree", 2, chunk, b'\r');
+            assert_eq!(shown(&page), ["two", "three"], "chunk {chunk}");
+            assert_eq!((page.total_lines, page.crlf_lines), (3, 0));
+            assert!(page.cr_lines);
+            let page = page_with(b"one\r\r", 1, chunk, b'\r');
+            assert_eq!(shown(&page), ["one", ""]);
+            assert_eq!(page.total_lines, 2);
+        }
+    }
+
+    #[test]
+    fn a_nul_anywhere_stops_the_scan() {
+        for chunk in [3, 4, 64] {
+            let page = page_with(b"abc\ndefgh\0ij\n", 1, chunk, b'\n');
+            assert_eq!(page.nul, Some(9), "chunk {chunk}");
+        }
+        let page = page_with(b"\xef\xbb\xbfa\0", 1, 64, b'\n');
+        assert_eq!(page.nul, Some(4));
+        assert_eq!(page_with(b"abc\n", 1, 64, b'\n').nul, None);
+    }
+
     #[test]
     fn cancelled_scans_stop() {
         let cancel = CancellationToken::new();
@@ -675,6 +740,7 @@ mod tests {
             budget: 100,
             chunk: 16,
             parallel_hash: false,
+            eol: b'\n',
         };
         assert_eq!(scan(&mut &b"abc"[..], request, &cancel).unwrap(), None);
         let request = PageRequest {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod edit;
+mod fidelity;
 mod glob;
 mod grep;
 mod image;

@@ -240,10 +240,44 @@ fn cases() -> Vec<Case> {
             Error(vec!["binary file (ELF executable, 72 B)"]),
         ),
         case(
-            "UTF-16 text is named as such",
-            Some(("u.txt", b"\xff\xfeh\0i\0\n\0".to_vec())),
+            "UTF-16 with a BOM is decoded",
+            Some(("u.txt", b"\xff\xfeh\0i\0\n\0\xe9\0\n\0".to_vec())),
             json!({"path": "u.txt"}),
-            Error(vec!["UTF-16 (little-endian) text"]),
+            Exact(
+                "     1\thi\n     2\t\u{e9}\n[the file is UTF-16 (little-endian, with a byte order \
+                 mark), shown decoded; edit and write keep that encoding]\n"
+                    .into(),
+            ),
+        ),
+        case(
+            "UTF-16 without a BOM is detected and decoded",
+            Some(("u.txt", b"\0o\0n\0e\0\n\0t\0w\0o".to_vec())),
+            json!({"path": "u.txt", "offset": 2}),
+            Exact(
+                "     2\ttwo\n[lines 2–2 of 2 shown; this is the end of the file]\n[the file is \
+                 UTF-16 (big-endian, without a byte order mark), shown decoded; edit and write \
+                 keep that encoding]\n"
+                    .into(),
+            ),
+        ),
+        case(
+            "lines ending with a lone CR are lines",
+            Some(("mac.txt", b"one\rtwo\rthree\r".to_vec())),
+            json!({"path": "mac.txt"}),
+            Exact(
+                "     1\tone\n     2\ttwo\n     3\tthree\n[the lines end with a lone CR (\\r, \
+                 classic Mac OS), shown as line breaks; edit keeps them]\n"
+                    .into(),
+            ),
+        ),
+        case(
+            "a NUL past the first 8 KiB makes the file binary too",
+            Some(("late.txt", [b"text line\n".repeat(1000), b"\0tail\n".to_vec()].concat())),
+            json!({"path": "late.txt"}),
+            Error(vec![
+                "`late.txt` is a binary file (unknown kind, 9.8 KiB, with a NUL byte at offset \
+                 10,000), not text, so read does not show it (grep skips it too).",
+            ]),
         ),
         case(
             "PNG named .txt is an image",
@@ -335,7 +369,7 @@ fn check(name: &str, out: &ToolOutput, expect: &Expect, bytes: &[u8]) {
 #[tokio::test]
 async fn read_cases() {
     let cases = cases();
-    assert!(cases.len() >= 20);
+    assert!(cases.len() >= 25);
     for case in cases {
         let ws = Workspace::new();
         let mut bytes = Vec::new();
@@ -493,4 +527,81 @@ fn the_schema_says_what_the_contract_says() {
     }
     assert_eq!(spec.input_schema["required"], json!(["path"]));
     assert!(spec.description.contains("cat -n"));
+}
+
+/// `read` and `grep` follow one binary policy: what `read` refuses as binary, `grep` skips; what
+/// `read` decodes (UTF-16, with or without a BOM), `grep` searches.
+#[tokio::test]
+async fn read_and_grep_agree_on_binary_and_utf16() {
+    let ws = Workspace::new();
+    // grep reads up to the NUL (it would stop sooner only at `max_matches`).
+    let late_nul = [
+        b"needle line\n".to_vec(),
+        b"filler line\n".repeat(1000),
+        b"\0tail\n".to_vec(),
+    ]
+    .concat();
+    let control = b"needle\x01\x02\x03\x04\x05\x06\x07\x08".to_vec();
+    let utf16_bom = Encoded::Le(true).of("first\nneedle here\n");
+    let utf16_bare = Encoded::Be(false).of("needle there\n");
+    for (name, bytes, binary) in [
+        ("late_nul.txt", late_nul, true),
+        ("control.txt", control, true),
+        ("bom16.txt", utf16_bom, false),
+        ("bare16.txt", utf16_bare, false),
+    ] {
+        fs::write(ws.path(name), &bytes).unwrap();
+        let read = ws.call("read", json!({"path": name})).await;
+        let grep = ws
+            .call("grep", json!({"pattern": "needle", "path": name}))
+            .await;
+        let (read, grep) = (read.text_content(), grep.text_content());
+        if binary {
+            assert!(read.contains("is a binary file"), "{name}: {read}");
+            assert!(
+                grep.contains("it is a binary file, which grep skips"),
+                "{name}: {grep}"
+            );
+        } else {
+            assert!(read.contains("\tneedle"), "{name}: {read}");
+            assert!(grep.contains(":needle"), "{name}: {grep}");
+        }
+    }
+    // In a folder, the same files: the two UTF-16 ones match, the binary ones are skipped.
+    let out = ws
+        .call("grep", json!({"pattern": "needle", "output": "files"}))
+        .await;
+    let text = out.text_content();
+    assert!(text.starts_with("bare16.txt\nbom16.txt\n"), "{text}");
+    assert!(
+        !text.contains("late_nul.txt\n") && !text.contains("control.txt\n"),
+        "{text}"
+    );
+}
+
+/// UTF-16 in either byte order, with or without a BOM.
+enum Encoded {
+    Le(bool),
+    Be(bool),
+}
+
+impl Encoded {
+    fn of(&self, text: &str) -> Vec<u8> {
+        let (bom, le) = match self {
+            Self::Le(bom) => (*bom, true),
+            Self::Be(bom) => (*bom, false),
+        };
+        let mut out = Vec::new();
+        if bom {
+            out.extend_from_slice(if le { b"\xff\xfe" } else { b"\xfe\xff" });
+        }
+        for unit in text.encode_utf16() {
+            out.extend_from_slice(&if le {
+                unit.to_le_bytes()
+            } else {
+                unit.to_be_bytes()
+            });
+        }
+        out
+    }
 }
