@@ -1,7 +1,10 @@
-//! Benchmarks of the `bash` tool: the cost of a call over a bare spawn, and the throughput of
-//! a flood through the capture.
+//! Benchmarks of the `bash` tool: the cost of a call over a bare spawn, unsandboxed
+//! (`full-access`) and in the sandbox of the other modes, and the throughput of a flood through
+//! the capture.
 //!
-//! `cargo bench -p vak-tool-bash --bench bash`
+//! `cargo bench -p vak-tool-bash --bench bash` (every bench), or
+//! `cargo bench -p vak-tool-bash --bench bash -- spawn` (the spawn costs, sandboxed next to
+//! unsandboxed, in one run).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -13,7 +16,8 @@ use std::process::{Command, Stdio};
 
 use divan::counter::BytesCount;
 use serde_json::json;
-use vak_tool_core::{Registry, ToolContext};
+use vak_tool_bash::{BashSettings, Network};
+use vak_tool_core::{PermissionMode, Registry, ToolContext};
 
 /// One GiB.
 const FLOOD: u64 = 1 << 30;
@@ -29,15 +33,56 @@ struct Fixture {
     rt: tokio::runtime::Runtime,
 }
 
+/// Where a benchmarked call runs: unconfined, or in the sandbox of a mode with a network.
+#[derive(Debug, Clone, Copy)]
+enum Sandbox {
+    /// `full-access`: no sandbox, the shell spawned directly.
+    FullAccess,
+    /// `workspace-write` with `[bash] network = "guarded"` (the default): the proxy is served.
+    WorkspaceGuarded,
+    /// `workspace-write` with `[bash] network = "none"`.
+    WorkspaceNone,
+    /// `read-only` with the guarded network.
+    ReadOnlyGuarded,
+}
+
+impl std::fmt::Display for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sandbox::FullAccess => "full-access",
+            Sandbox::WorkspaceGuarded => "workspace-write, guarded",
+            Sandbox::WorkspaceNone => "workspace-write, none",
+            Sandbox::ReadOnlyGuarded => "read-only, guarded",
+        })
+    }
+}
+
 fn fixture() -> Fixture {
+    sandboxed_fixture(Sandbox::FullAccess)
+}
+
+fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
+    let mut settings = BashSettings::default();
+    // The helper cargo built for this bench (next to `deps/`, where discovery would find it
+    // too), named explicitly so that a stale one elsewhere on `PATH` is never measured.
+    settings.sandbox_helper = Some(env!("CARGO_BIN_EXE_vak-sandbox").into());
+    let mode = match sandbox {
+        Sandbox::FullAccess => PermissionMode::FullAccess,
+        Sandbox::WorkspaceGuarded => PermissionMode::WorkspaceWrite,
+        Sandbox::WorkspaceNone => {
+            settings.network = Network::None;
+            PermissionMode::WorkspaceWrite
+        }
+        Sandbox::ReadOnlyGuarded => PermissionMode::ReadOnly,
+    };
     let mut registry = Registry::new();
     vak_tool_bash::register(
         &mut registry,
-        &vak_tool_bash::BashSettings::default(),
+        &settings,
         &vak_tool_net::NetSettings::default(),
-        vak_tool_core::PermissionMode::FullAccess,
+        mode,
     );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -87,10 +132,22 @@ mod spawn {
         assert!(out.status.success());
     }
 
-    /// The `bash` tool running `true`.
-    #[divan::bench(sample_count = 200)]
-    fn tool_true(bencher: divan::Bencher<'_, '_>) {
-        let fixture = fixture();
+    /// The `bash` tool running `true`: unsandboxed (`full-access`) and in the sandbox of the
+    /// other modes (user, mount, network and PID namespaces, the mounts, Landlock; the
+    /// guarded network adds the proxy's listener and its serving task).
+    #[divan::bench(
+        sample_count = 200,
+        args = [
+            Sandbox::FullAccess,
+            Sandbox::WorkspaceGuarded,
+            Sandbox::WorkspaceNone,
+            Sandbox::ReadOnlyGuarded,
+        ],
+    )]
+    fn tool_true(bencher: divan::Bencher<'_, '_>, sandbox: Sandbox) {
+        let fixture = sandboxed_fixture(sandbox);
+        // A machine without the sandbox's kernel features refuses the call: fail loudly.
+        fixture.call("true");
         bencher.bench_local(|| fixture.call("true"));
     }
 }
