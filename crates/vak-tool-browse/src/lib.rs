@@ -25,9 +25,11 @@
 //! - **Screening every request, not only the target.** Checking the first URL is not enough: a
 //!   page loads images, scripts, `fetch()` calls and WebSockets from anywhere (including
 //!   `169.254.169.254`), and a browser that resolves names itself opens a DNS-rebinding window.
-//!   So each call runs a forward proxy on `127.0.0.1:0` (the `proxy` module) and
-//!   points the browser at it with `--proxy-server` and `--proxy-bypass-list=<-loopback>` (without
-//!   it, loopback and link-local addresses bypass the proxy). `--host-resolver-rules="MAP *
+//!   So each call runs a forward proxy on `127.0.0.1:0` ([`vak_tool_net::proxy`], the one
+//!   `bash`'s sandbox serves too, here following the page's main document and answering refusals
+//!   with a marked HTML page) and points the browser at it with `--proxy-server` and
+//!   `--proxy-bypass-list=<-loopback>` (without it, loopback and link-local addresses bypass the
+//!   proxy). `--host-resolver-rules="MAP *
 //!   ~NOTFOUND, EXCLUDE 127.0.0.1"` leaves the browser unable to resolve any name but the proxy's
 //!   own address, so the proxy (through the guard's resolve-vet-connect) makes every connection,
 //!   to the address it vetted. HTTPS and WebSockets go through `CONNECT` tunnels: TLS stays end
@@ -69,9 +71,7 @@
 
 mod discover;
 mod error;
-mod guard_dialer;
 mod launch;
-mod proxy;
 mod settings;
 mod target;
 mod verdict;
@@ -80,7 +80,8 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -92,12 +93,12 @@ use vak_tool_core::{
 use vak_tool_net::NetSettings;
 use vak_tool_net::guard::Guard;
 use vak_tool_net::markdown::{self, Flavour};
+use vak_tool_net::proxy::{GuardDialer, Proxy, ProxyOptions, Report};
 
 pub use crate::settings::BrowseSettings;
 
 use crate::error::BrowseError;
 use crate::launch::{Launch, VIRTUAL_TIME_BUDGET};
-use crate::proxy::{Proxy, Report};
 use crate::verdict::{Captured, Evidence};
 
 /// Adds `browse` to a registry: `settings` is its `[browse]` section (the browser, the
@@ -218,18 +219,18 @@ impl Browse {
             source,
         })?;
         let dir = CallDir::create(&scratch)?;
-        let dialer = Arc::new(guard_dialer::GuardDialer::new(
-            guard.clone(),
-            target.intranet,
-        ));
-        let proxy = Proxy::start(dialer, &target.url)
+        let dialer = Arc::new(GuardDialer::new(guard.clone(), target.scope()));
+        let proxy = Proxy::start(dialer, ProxyOptions::browser(&target.url))
             .await
             .map_err(BrowseError::Proxy)?;
+        let proxy_addr = proxy.addr().ok_or_else(|| {
+            BrowseError::Proxy(std::io::Error::other("its listener has no address"))
+        })?;
 
         let (ending, files) = launch::run(Launch {
             browser: &browser,
             url: &target.url,
-            proxy: proxy.addr(),
+            proxy: proxy_addr,
             dir: &dir.path,
             env: ctx.env(),
             deadline,
@@ -382,10 +383,14 @@ struct CallDir {
 
 impl CallDir {
     fn create(scratch: &Path) -> Result<Self, BrowseError> {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos());
         let name = format!(
-            "browse-{}-{}",
+            "browse-{}-{nanos:x}-{}",
             std::process::id(),
-            proxy::nonce().trim_start_matches("vak-")
+            CALLS.fetch_add(1, Ordering::Relaxed)
         );
         let path = scratch.join(name);
         std::fs::create_dir_all(&path).map_err(|source| BrowseError::Scratch {

@@ -2,6 +2,7 @@
 
 use url::Url;
 use vak_tool_net::guard::{Chain, Guard, Refusal};
+use vak_tool_net::proxy::Scope;
 
 use crate::error::BrowseError;
 
@@ -11,6 +12,18 @@ pub(crate) struct Target {
     pub(crate) url: Url,
     /// Whether the target needed `[net] allow`; then the page's own requests may use it too.
     pub(crate) intranet: bool,
+}
+
+impl Target {
+    /// Which of the page's requests may use `[net] allow`: every one when the target itself
+    /// needed it, none when the target was public.
+    pub(crate) fn scope(&self) -> Scope {
+        if self.intranet {
+            Scope::Intranet
+        } else {
+            Scope::Public
+        }
+    }
 }
 
 /// Checks the target's URL and resolves and judges its host, like `webfetch`'s first hop.
@@ -32,6 +45,7 @@ pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, B
 #[cfg(test)]
 mod tests {
     use vak_tool_net::NetSettings;
+    use vak_tool_net::proxy::{DialError, Dialer as _, GuardDialer};
 
     use super::*;
 
@@ -57,5 +71,34 @@ mod tests {
             let text = error.to_string();
             assert!(text.contains(why), "{url}: {text}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_allow_list_follows_the_target() {
+        let guard = Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]));
+        let allowed = Url::parse("http://127.0.0.2:8080/x").unwrap();
+        // An allowed intranet target: its page may use the allow list, nothing more.
+        let intranet = check_target(&guard, "http://127.0.0.2:8080/")
+            .await
+            .unwrap();
+        assert_eq!(intranet.scope(), Scope::Intranet);
+        let dialer = GuardDialer::new(guard.clone(), intranet.scope());
+        assert!(dialer.check_url(&allowed).is_ok());
+        let other = Url::parse("http://127.0.0.3:8080/x").unwrap();
+        assert!(matches!(
+            dialer.check_url(&other),
+            Err(DialError::Denied { .. })
+        ));
+        // A public target's page may not use it at all.
+        let public = Target {
+            url: Url::parse("https://example.com/").unwrap(),
+            intranet: false,
+        };
+        assert_eq!(public.scope(), Scope::Public);
+        let dialer = GuardDialer::new(guard, public.scope());
+        assert!(matches!(
+            dialer.check_url(&allowed),
+            Err(DialError::Denied { .. })
+        ));
     }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::error::BrowseError;
 use crate::launch::Ending;
-use crate::proxy::Report;
+use vak_tool_net::proxy::Report;
 
 /// Bytes read from the end of the DOM file for the `</html>` sentinel.
 const TAIL_BYTES: u64 = 64;
@@ -233,19 +233,19 @@ mod tests {
     use std::process::ExitStatus;
 
     use super::*;
-    use crate::proxy::Blocked;
+    use vak_tool_net::proxy::Blocked;
 
     fn exited(code: i32) -> Ending {
         Ending::Exited(ExitStatus::from_raw(code << 8))
     }
 
     fn blocked(url: &str) -> Blocked {
-        Blocked {
-            url: url.into(),
-            rule: "loopback".into(),
-            address: None,
-            detail: "refused by the network guard: loopback".into(),
-        }
+        Blocked::new(
+            url,
+            "loopback",
+            None,
+            "refused by the network guard: loopback",
+        )
     }
 
     /// (ending, dom, tail, log, main refused, refusal page) → Ok(at_deadline) or an error
@@ -284,10 +284,8 @@ mod tests {
             (Ending::Deadline, "", "", false, false, Err("within 4 s")),
             (Ending::Cancelled, full, "", true, false, Err("cancelled")),
         ];
-        let unreachable = Report {
-            main_failed: Some("could not connect: nobody listens".into()),
-            ..Report::default()
-        };
+        let mut unreachable = Report::default();
+        unreachable.main_failed = Some("could not connect: nobody listens".into());
         let captured = Captured {
             dom: full.into(),
             tail: full.into(),
@@ -308,10 +306,8 @@ mod tests {
             "{error}"
         );
         // Reached in the end (a retry): the page counts.
-        let reached = Report {
-            final_url: Some(url::Url::parse("http://example.com/").unwrap()),
-            ..unreachable.clone()
-        };
+        let mut reached = unreachable.clone();
+        reached.final_url = Some(url::Url::parse("http://example.com/").unwrap());
         assert!(judge(&evidence(&reached)).is_ok());
 
         // Printed at the browser's --timeout: accepted, and said so.

@@ -68,6 +68,25 @@ pub struct Blocked {
     pub detail: String,
 }
 
+impl Blocked {
+    /// A refusal of `url` (or `host:port`) for `rule`, the guard's one-line reason, with the
+    /// refused address if there was one and the guard's whole explanation. The proxy makes
+    /// these; a caller that judges a [`Report`] builds them in its tests.
+    pub fn new(
+        url: impl Into<String>,
+        rule: impl Into<String>,
+        address: Option<SocketAddr>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            url: url.into(),
+            rule: rule.into(),
+            address,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// Why a dial produced no connection.
 #[derive(Debug)]
 pub enum DialError {
@@ -648,7 +667,6 @@ fn dial_error(refusal: &Refusal, port: Option<u16>) -> DialError {
 )]
 mod tests {
     use std::net::{IpAddr, Ipv4Addr};
-    use std::time::Duration;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -746,7 +764,9 @@ mod tests {
 
     #[tokio::test]
     async fn refused_requests_get_403_and_are_recorded() {
-        let private = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        // Never accepted from: a connection the proxy made would wait in its backlog.
+        let private = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        private.set_nonblocking(true).unwrap();
         let private_addr = private.local_addr().unwrap();
         let (origin, _) = origin(String::new()).await;
         let proxy = proxy(&format!("http://{origin}/")).await;
@@ -784,9 +804,13 @@ mod tests {
             report.blocked[0]
         );
         assert!(report.main_refused.is_none());
-        // Nothing reached the private listener.
-        let accepted = tokio::time::timeout(Duration::from_millis(50), private.accept()).await;
-        assert!(accepted.is_err(), "the private listener got a connection");
+        // Nothing reached the private listener: a dial completes its handshake before the proxy
+        // answers, so by now it would be waiting to be accepted.
+        let accepted = private.accept();
+        assert!(
+            matches!(&accepted, Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+            "the private listener got a connection: {accepted:?}"
+        );
     }
 
     #[tokio::test]
@@ -877,16 +901,72 @@ mod tests {
         assert!(proxy.report().blocked.is_empty());
     }
 
+    fn allowing_127_0_0_2() -> Guard {
+        Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]))
+    }
+
+    #[tokio::test]
+    async fn the_scope_decides_who_may_use_the_allow_list() {
+        let allowed = Url::parse("http://127.0.0.2:8080/x").unwrap();
+        let other = Url::parse("http://127.0.0.3:8080/x").unwrap();
+        // A page whose target was an allowed intranet address may use the allow list, nothing
+        // more; so may every request of a command-line client, each a chain of its own.
+        for scope in [Scope::Intranet, Scope::PerRequest] {
+            let dialer = GuardDialer::new(allowing_127_0_0_2(), scope);
+            assert!(dialer.check_url(&allowed).is_ok(), "{scope:?}");
+            assert!(
+                matches!(dialer.check_url(&other), Err(DialError::Denied { .. })),
+                "{scope:?}"
+            );
+        }
+        // A public target's page may not use it at all.
+        let public = GuardDialer::new(allowing_127_0_0_2(), Scope::Public);
+        let Err(DialError::Denied { rule, detail, .. }) = public.check_url(&allowed) else {
+            panic!("a public page reached an allowed intranet address");
+        };
+        assert!(
+            rule.contains("only for a request chain that starts there"),
+            "{rule}"
+        );
+        assert!(detail.contains("[net] allow"), "{detail}");
+        let Err(DialError::Denied { address, .. }) = public.dial("127.0.0.2", 8080).await else {
+            panic!("a public page dialled an allowed intranet address");
+        };
+        assert_eq!(address, Some("127.0.0.2:8080".parse().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn unreachable_is_not_a_refusal() {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let dialer = GuardDialer::new(allowing_127_0_0_2(), Scope::Intranet);
+        let result = dialer.dial("127.0.0.2", closed.port()).await;
+        assert!(matches!(result, Err(DialError::Failed(_))), "{result:?}");
+    }
+
+    #[test]
+    fn blocked_new_keeps_every_part() {
+        let address: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let blocked = Blocked::new("http://127.0.0.1:1/", "loopback", Some(address), "why");
+        assert_eq!(blocked.url, "http://127.0.0.1:1/");
+        assert_eq!(blocked.rule, "loopback");
+        assert_eq!(blocked.address, Some(address));
+        assert_eq!(blocked.detail, "why");
+    }
+
     #[tokio::test]
     async fn dropping_the_proxy_closes_its_port() {
         let proxy = proxy("http://127.0.0.2/").await;
         let addr = proxy.addr().unwrap();
         drop(proxy);
+        // The listener goes when its task next runs: give the runtime a few turns, not a time.
         for _ in 0..100 {
             if TcpStream::connect(addr).await.is_err() {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::task::yield_now().await;
         }
         panic!("the proxy still accepts connections after it was dropped");
     }
