@@ -42,7 +42,7 @@ pub(crate) struct Kept {
 /// A cut that falls at most this many bytes into a line moves to the line's boundary.
 const LINE_SNAP: usize = 1024;
 
-fn count_newlines(bytes: &[u8]) -> u64 {
+pub(crate) fn count_newlines(bytes: &[u8]) -> u64 {
     // A plain filter-count; the compiler vectorises it, which beats one memchr call per match
     // on dense output such as `yes`.
     bytes.iter().filter(|&&byte| byte == b'\n').count() as u64
@@ -63,6 +63,16 @@ impl Capture {
             total_newlines: 0,
             last_byte: None,
         }
+    }
+
+    /// Bytes that passed through the stream so far.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Lines that passed through the stream so far (a last line without a line feed counts).
+    pub(crate) fn total_lines(&self) -> u64 {
+        self.total_newlines + u64::from(self.last_byte.is_some_and(|byte| byte != b'\n'))
     }
 
     /// Takes in the next bytes of the stream.
@@ -105,8 +115,7 @@ impl Capture {
     /// less than [`LINE_SNAP`] bytes into a line, on line boundaries, so that a partial line
     /// (`3` of `37`) is not mistaken for a whole one.
     pub(crate) fn kept(&self) -> Kept {
-        let total_lines =
-            self.total_newlines + u64::from(self.last_byte.is_some_and(|byte| byte != b'\n'));
+        let total_lines = self.total_lines();
         let stored = (self.head.len() + self.tail.len()) as u64;
         if stored == self.total_bytes {
             let mut head = self.head.clone();
@@ -151,7 +160,7 @@ impl Capture {
 }
 
 /// The length of `bytes` without a trailing UTF-8 sequence that is cut short.
-fn complete_prefix_len(bytes: &[u8]) -> usize {
+pub(crate) fn complete_prefix_len(bytes: &[u8]) -> usize {
     // Look back at most three bytes for the start of the last sequence.
     for back in 1..=bytes.len().min(4) {
         let at = bytes.len() - back;
@@ -173,7 +182,7 @@ fn complete_prefix_len(bytes: &[u8]) -> usize {
 
 /// How many continuation bytes (at most three) open `bytes`: the rest of a character whose
 /// start was dropped.
-fn continuation_prefix_len(bytes: &[u8]) -> usize {
+pub(crate) fn continuation_prefix_len(bytes: &[u8]) -> usize {
     bytes
         .iter()
         .take(3)
@@ -197,6 +206,9 @@ mod tests {
     fn small_streams_are_kept_whole() {
         let kept = capture(10, &[b"ab", b"c\nde", b"\n"]);
         assert_eq!(kept.head, b"abc\nde\n");
+        let mut open_line = Capture::new(10);
+        open_line.push(b"a\nb");
+        assert_eq!((open_line.total_bytes(), open_line.total_lines()), (3, 2));
         assert_eq!((kept.total_bytes, kept.total_lines), (7, 2));
         assert_eq!((kept.dropped_bytes, kept.dropped_lines), (0, 0));
         // Exactly the limit, spilling into the tail, is still whole.

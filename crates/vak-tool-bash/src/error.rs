@@ -114,4 +114,20 @@ pub(crate) enum BashError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The pipe or pseudo-terminal of a background job could not be made.
+    #[error(
+        "the job's standard input ({source}) could not be made; nothing was run. Try again; if \
+         it keeps failing, the machine may be out of file descriptors or pseudo-terminals"
+    )]
+    Input {
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// `tty` without `run_in_background`.
+    #[error(
+        "`tty: true` needs `run_in_background: true`: a terminal is for a program you type \
+         into, and only a background job can be typed into (with the `jobs` tool). Start it in \
+         the background, or leave `tty` out"
+    )]
+    TtyInForeground,
 }

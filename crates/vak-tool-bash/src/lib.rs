@@ -73,11 +73,14 @@ mod capture;
 mod clean;
 mod env;
 mod error;
+mod jobs;
 mod procs;
+mod pty;
 mod run;
 pub mod sandbox;
 mod settings;
 mod spawn;
+mod start;
 mod tree;
 
 use std::path::{Path, PathBuf};
@@ -95,9 +98,11 @@ use vak_tool_net::proxy::{GuardDialer, Scope};
 
 pub use crate::env::{DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 use crate::error::BashError;
-use crate::run::{Request, run};
+pub use crate::jobs::{Jobs, JobsArgs, MAX_WAIT_MS};
+use crate::run::run;
 use crate::sandbox::Policy;
 pub use crate::settings::{BashSettings, Network};
+use crate::start::Request;
 
 /// The default `timeout_ms`: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -118,6 +123,13 @@ pub struct BashArgs {
     /// The folder to run in, relative to the current folder; it must exist inside the
     /// workspace (default: the current folder).
     cwd: Option<String>,
+    /// Start the command as a background job of this session and return at once with its
+    /// number and first output (a server, a watcher, a long build, a REPL); then use the
+    /// `jobs` tool. `timeout_ms` then bounds the job's life only when given.
+    run_in_background: Option<bool>,
+    /// With `run_in_background`: run the command on a pseudo-terminal, for programs that need
+    /// one (`python3 -i`, `psql`, a REPL); its output is one stream, cleaned of escapes.
+    tty: Option<bool>,
 }
 
 /// The `bash` tool.
@@ -184,12 +196,16 @@ impl Tool for Bash {
              {MAX_TIMEOUT_MS}); a timed-out command and everything it started get SIGTERM and, \
              after a {grace} grace, SIGKILL. Processes still running in the background when the \
              shell exits (`cmd &`, daemons) are stopped too and listed: nothing outlives the \
-             call, so do not start a server you expect to keep. Each stream keeps its first and \
-             last {kept} and says how many bytes and lines were left out in the middle; ANSI \
-             colours are removed, progress-bar redraws show their last frame, control characters \
-             are escaped. The first line is `exit code: N` (or how the command was stopped); any \
-             non-zero code marks an error, though exit code 1 from grep or diff only means no \
-             match or a difference. Temporary files belong in $TMPDIR."
+             call. To keep a server, a watcher or a REPL running, pass `run_in_background: \
+             true` instead: the call returns at once with a job number and the first output \
+             (`tty: true` gives the job a terminal), the `jobs` tool reads, types into and \
+             stops it, and later commands reach its ports on localhost. Each stream keeps its \
+             first and last {kept} and says how many bytes and lines were left out in the \
+             middle; ANSI colours are removed, progress-bar redraws show their last frame, \
+             control characters are escaped. The first line is `exit code: N` (or how the \
+             command was stopped); any non-zero code marks an error, though exit code 1 from \
+             grep or diff only means no match or a difference. Temporary files belong in \
+             $TMPDIR."
         )
     }
 
@@ -198,7 +214,19 @@ impl Tool for Bash {
     }
 
     async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let background = args.run_in_background.unwrap_or(false);
+        let tty = args.tty.unwrap_or(false);
+        if tty && !background {
+            return Err(BashError::TtyInForeground.into());
+        }
+        let timeout_given = args.timeout_ms.is_some();
         let request = request(args, ctx)?;
+        if background {
+            let timeout = timeout_given.then_some(request.timeout);
+            return Ok(
+                jobs::start_job(request, timeout, tty, &self.settings, &self.policy, ctx).await,
+            );
+        }
         Ok(run(request, &self.settings, &self.policy, ctx).await)
     }
 }
@@ -248,8 +276,9 @@ fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
     })
 }
 
-/// Adds the `bash` tool to a registry: commands run with `settings`, in the sandbox of `mode`
-/// (none in `full-access`), their HTTP(S) judged by the guard with `net`'s allow list.
+/// Adds the `bash` tool and its `jobs` tool to a registry: commands run with `settings`, in the
+/// sandbox of `mode` (none in `full-access`), their HTTP(S) judged by the guard with `net`'s
+/// allow list.
 pub fn register(
     registry: &mut Registry,
     settings: &BashSettings,
@@ -257,6 +286,7 @@ pub fn register(
     mode: PermissionMode,
 ) {
     registry.register(Bash::new(settings.clone(), mode, net));
+    registry.register(Jobs::new(settings.clone()));
 }
 
 #[cfg(test)]
@@ -271,7 +301,17 @@ mod tests {
         let properties = spec.input_schema["properties"].as_object().unwrap();
         let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
         names.sort_unstable();
-        assert_eq!(names, ["command", "cwd", "timeout_ms"]);
+        assert_eq!(
+            names,
+            ["command", "cwd", "run_in_background", "timeout_ms", "tty"]
+        );
+        for flag in ["run_in_background", "tty"] {
+            assert_eq!(
+                properties[flag]["type"],
+                serde_json::json!(["boolean", "null"]),
+                "{flag}"
+            );
+        }
         assert_eq!(
             spec.input_schema["required"],
             serde_json::json!(["command"])
@@ -308,6 +348,7 @@ mod tests {
     fn auto_traits() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<Bash>();
+        send_sync::<Jobs>();
         send_sync::<BashSettings>();
     }
 }

@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::{Pin, pin};
 use std::time::Duration;
 
@@ -26,15 +25,15 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt as _;
 use tokio::process::{ChildStderr, ChildStdout};
 use tokio::time::Instant;
-use vak_tool_core::{ToolContext, ToolOutput, human};
+use vak_tool_core::{Progress, ToolContext, ToolOutput, human};
 
 use crate::capture::{Capture, Kept};
 use crate::clean::clean;
-use crate::error::BashError;
 use crate::procs::{Proc, cmdline, signal_name};
-use crate::sandbox::{Control, Plan, Policy, control};
+use crate::sandbox::Policy;
 use crate::settings::BashSettings;
-use crate::spawn::{Launch, new_call_id, spawn};
+use crate::spawn::Input;
+use crate::start::{Request, Started, start};
 use crate::tree::{BLANK_RESCANS, BLANK_WAIT, ShellEnd, Tree};
 
 /// How often a stopping tree is scanned again.
@@ -43,14 +42,6 @@ const POLL: Duration = Duration::from_millis(20);
 const READ_CHUNK: usize = 64 * 1024;
 /// The most processes a result lists by name.
 const LIST_MAX: usize = 20;
-
-/// A validated call.
-#[derive(Debug)]
-pub(crate) struct Request {
-    pub(crate) command: String,
-    pub(crate) timeout: Duration,
-    pub(crate) cwd: PathBuf,
-}
 
 /// Runs a validated call to its result.
 pub(crate) async fn run(
@@ -62,104 +53,69 @@ pub(crate) async fn run(
     if ctx.cancel().is_cancelled() {
         return ToolOutput::error("cancelled before the command started; nothing was run");
     }
-    let tmpdir = match ctx.scratch_dir() {
-        Ok(dir) => dir,
-        Err(source) => return ToolOutput::error(BashError::Scratch { source }.to_string()),
-    };
-    let plan = match policy.plan(ctx, &tmpdir, &request.cwd, settings, &request.command) {
-        Ok(plan) => plan,
-        Err(error) => return ToolOutput::error(error.to_string()),
-    };
-    let sockets = match plan.as_ref().map(|_| control::pair()).transpose() {
-        Ok(sockets) => sockets,
-        Err(source) => return ToolOutput::error(BashError::Control { source }.to_string()),
-    };
-    let (ours, theirs) = sockets.unzip();
-    let call_id = new_call_id();
-    let launch = Launch {
-        shell: &settings.shell,
-        command: &request.command,
-        cwd: &request.cwd,
-        env: ctx.env(),
-        policy: &settings.env,
-        tmpdir: &tmpdir,
-        call_id: &call_id,
-        sandbox: plan
-            .as_ref()
-            .zip(theirs)
-            .map(|(plan, theirs)| (plan.helper.as_path(), &plan.spec, theirs)),
-    };
-    let mut child = match spawn(launch) {
-        Ok(child) => child,
-        Err(error) => return ToolOutput::error(error.to_string()),
-    };
-    let control = match ours
-        .map(|ours| Control::new(ours, plan.as_ref().and_then(Plan::dialer)))
-        .transpose()
-    {
-        Ok(control) => control,
-        Err(source) => return ToolOutput::error(BashError::Control { source }.to_string()),
+    let Started {
+        mut tree,
+        stdin: _,
+        stdout,
+        stderr,
+        plan,
+    } = match start(&request, Input::Null, settings, policy, ctx).await {
+        Ok(started) => started,
+        Err(text) => return ToolOutput::error(text),
     };
     let started = Instant::now();
-    let mut streams = Streams::new(
-        child.stdout.take(),
-        child.stderr.take(),
-        settings.stream_bytes,
-    );
-    let mut tree = Tree::new(child, call_id, control);
+    let mut streams = Streams::new(stdout, stderr, Captured::new(settings.stream_bytes));
     let timeout_at = started + request.timeout;
     let hard = timeout_at + settings.kill_grace() + settings.drain_cap();
     let mut seen = Seen::default();
 
-    let trigger = {
-        let tree = &mut tree;
-        streams
-            .pump(async move {
-                tokio::select! {
-                    biased;
-                    end = tree.ended() => Trigger::Exited(end),
-                    () = tokio::time::sleep_until(timeout_at) => Trigger::TimedOut,
-                    () = ctx.cancel().cancelled() => Trigger::Cancelled,
-                }
-            })
-            .await
+    let every = settings.progress_every();
+    let mut next_report = started + every;
+    let trigger = loop {
+        let event = {
+            let tree = &mut tree;
+            streams
+                .pump(async {
+                    tokio::select! {
+                        biased;
+                        end = tree.ended() => Event::Trigger(Trigger::Exited(end)),
+                        () = tokio::time::sleep_until(timeout_at) => Event::Trigger(Trigger::TimedOut),
+                        () = ctx.cancel().cancelled() => Event::Trigger(Trigger::Cancelled),
+                        () = tokio::time::sleep_until(next_report), if ctx.wants_progress() => {
+                            Event::Report
+                        }
+                    }
+                })
+                .await
+        };
+        match event {
+            Event::Trigger(trigger) => break trigger,
+            Event::Report => {
+                ctx.progress(progress(started.elapsed(), request.timeout, &streams.sink));
+                next_report += every;
+            }
+        }
     };
     if let (Some(reason), Some(plan)) = (tree.refusal(), &plan) {
         let text = plan.refusal(reason);
         tree.finish(Duration::from_millis(500)).await;
         return ToolOutput::error(text);
     }
-    let (status, stopped) = match trigger {
-        Trigger::Exited(end) => {
-            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
-            streams.drain(settings.drain_idle(), drain_end).await;
-            let stopped = stop_tree(&tree, &mut streams, &mut seen, settings, hard).await;
-            if stopped.is_some() {
-                // Whatever the stopped processes wrote while they ended.
-                let after = drain_end.max(Instant::now() + settings.drain_idle());
-                streams.drain(settings.drain_idle(), after.min(hard)).await;
-            }
-            (Status::Exited(end), stopped)
-        }
-        Trigger::TimedOut | Trigger::Cancelled => {
-            let elapsed = started.elapsed();
-            tree.catch_up().await;
-            let stopped = stop_tree(&tree, &mut streams, &mut seen, settings, hard).await;
-            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
-            streams.drain(settings.drain_idle(), drain_end).await;
-            let status = match (trigger, tree.end()) {
-                // The shell ended on its own just as the timer fired.
-                (_, Some(end)) if stopped.is_none() => Status::Exited(end),
-                (Trigger::TimedOut, _) => Status::TimedOut(request.timeout),
-                _ => Status::Cancelled(elapsed),
-            };
-            (status, stopped)
-        }
-    };
+    let (status, stopped) = conclude(
+        trigger,
+        &mut tree,
+        &mut streams,
+        &mut seen,
+        settings,
+        hard,
+        started,
+        request.timeout,
+    )
+    .await;
     let report = tree.proxy_report();
     tree.finish(Duration::from_millis(500)).await;
-    let stdout = streams.stdout.kept();
-    let stderr = streams.stderr.kept();
+    let stdout = streams.sink.stdout.kept();
+    let stderr = streams.sink.stderr.kept();
     let failed = !matches!(status, Status::Exited(ShellEnd::Code(0)));
     let notes = plan
         .as_ref()
@@ -173,31 +129,121 @@ pub(crate) async fn run(
         })
         .unwrap_or_default();
     render(&Outcome {
-        status,
-        stopped,
-        listed: seen.listed(),
+        ending: Ending {
+            status,
+            stopped,
+            listed: seen.listed(),
+            grace: settings.kill_grace(),
+            timeout: request.timeout,
+        },
         stdout,
         stderr,
-        grace: settings.kill_grace(),
-        timeout: request.timeout,
         notes,
     })
 }
 
+/// The report of a foreground command that has run for `elapsed` of its `timeout`.
+fn progress(elapsed: Duration, timeout: Duration, sink: &Captured) -> Progress {
+    let stream = |capture: &Capture| {
+        format!(
+            "{} ({})",
+            human::size(capture.total_bytes()),
+            human::count(capture.total_lines(), "line", "lines")
+        )
+    };
+    Progress::new(elapsed.as_secs_f64())
+        .with_total(timeout.as_secs_f64())
+        .with_message(format!(
+            "running for {}; stdout {}, stderr {}",
+            human::duration(elapsed),
+            stream(&sink.stdout),
+            stream(&sink.stderr)
+        ))
+}
+
+/// The second half of a call, the same for a foreground call and a background job: once
+/// `trigger` ended the run phase, stop what is left of the tree and drain the pipes.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the pieces of one call, borrowed from two callers that hold them apart"
+)]
+pub(crate) async fn conclude<S: Sink>(
+    trigger: Trigger,
+    tree: &mut Tree,
+    streams: &mut Streams<S>,
+    seen: &mut Seen,
+    settings: &BashSettings,
+    hard: Instant,
+    started: Instant,
+    timeout: Duration,
+) -> (Status, Option<Stopped>) {
+    match trigger {
+        Trigger::Exited(end) => {
+            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
+            streams.drain(settings.drain_idle(), drain_end).await;
+            let stopped = stop_tree(tree, streams, seen, settings, hard).await;
+            if stopped.is_some() {
+                // Whatever the stopped processes wrote while they ended.
+                let after = drain_end.max(Instant::now() + settings.drain_idle());
+                streams.drain(settings.drain_idle(), after.min(hard)).await;
+            }
+            (Status::Exited(end), stopped)
+        }
+        Trigger::TimedOut | Trigger::Cancelled | Trigger::Stopped => {
+            let elapsed = started.elapsed();
+            tree.catch_up().await;
+            let stopped = stop_tree(tree, streams, seen, settings, hard).await;
+            let drain_end = (Instant::now() + settings.drain_cap()).min(hard);
+            streams.drain(settings.drain_idle(), drain_end).await;
+            let status = match (trigger, tree.end()) {
+                // The shell ended on its own just as the timer fired.
+                (_, Some(end)) if stopped.is_none() => Status::Exited(end),
+                (Trigger::TimedOut, _) => Status::TimedOut(timeout),
+                (Trigger::Stopped, _) => Status::Stopped(elapsed),
+                _ => Status::Cancelled(elapsed),
+            };
+            (status, stopped)
+        }
+    }
+}
+
+/// What the run phase's wait gave: its end, or the time for a progress report.
+enum Event {
+    Trigger(Trigger),
+    Report,
+}
+
 /// What ended the run phase.
 #[derive(Debug, Clone, Copy)]
-enum Trigger {
+pub(crate) enum Trigger {
+    /// The shell ended.
     Exited(ShellEnd),
+    /// The call's (or the job's) time ran out.
     TimedOut,
+    /// The caller cancelled the call.
     Cancelled,
+    /// The model stopped the background job.
+    Stopped,
 }
 
 /// How the call ended, as its first line says.
 #[derive(Debug, Clone, Copy)]
-enum Status {
+pub(crate) enum Status {
+    /// The shell ended by itself.
     Exited(ShellEnd),
+    /// The time ran out after this long.
     TimedOut(Duration),
+    /// The caller cancelled it after this long.
     Cancelled(Duration),
+    /// The model stopped it (a background job) after this long.
+    Stopped(Duration),
+}
+
+impl Status {
+    /// Whether the shell ended by itself with exit code 0.
+    pub(crate) fn succeeded(self) -> bool {
+        matches!(self, Status::Exited(ShellEnd::Code(0)))
+    }
 }
 
 /// Which signal stopped a tree.
@@ -211,7 +257,7 @@ enum StopSignal {
 
 /// The outcome of stopping a tree.
 #[derive(Debug)]
-struct Stopped {
+pub(crate) struct Stopped {
     by: StopSignal,
     /// Processes still running after every SIGKILL round (stuck in the kernel, say).
     survivors: Vec<Proc>,
@@ -229,7 +275,7 @@ struct Sighting {
 
 /// Every process of the call seen while stopping it.
 #[derive(Debug, Default)]
-struct Seen(BTreeMap<Proc, Sighting>);
+pub(crate) struct Seen(BTreeMap<Proc, Sighting>);
 
 impl Seen {
     /// Records `procs`, keeping the latest command line of each: one seen between `fork` and
@@ -259,7 +305,7 @@ impl Seen {
 
     /// The processes to list, all but the shell itself: pid (as the command saw it), command
     /// line, whether SIGKILL was needed.
-    fn listed(&self) -> Vec<(i32, String, bool)> {
+    pub(crate) fn listed(&self) -> Vec<(i32, String, bool)> {
         self.0
             .values()
             .filter(|sighting| !sighting.shell)
@@ -271,7 +317,7 @@ impl Seen {
 /// The processes of the call still running. A scan that finds none but met a process inside
 /// `execve` (whose environment cannot be read for a moment) is repeated a few times, a couple of
 /// milliseconds apart, before it is believed.
-async fn scan_settled(tree: &Tree, streams: &mut Streams) -> Vec<Proc> {
+async fn scan_settled<S: Sink>(tree: &Tree, streams: &mut Streams<S>) -> Vec<Proc> {
     let mut scan = tree.scan();
     for _ in 0..BLANK_RESCANS {
         if !scan.alive.is_empty() || !scan.blank {
@@ -285,9 +331,9 @@ async fn scan_settled(tree: &Tree, streams: &mut Streams) -> Vec<Proc> {
 
 /// Stops every process of the call: SIGTERM, a grace, SIGKILL. `None` when nothing was left
 /// running.
-async fn stop_tree(
+async fn stop_tree<S: Sink>(
     tree: &Tree,
-    streams: &mut Streams,
+    streams: &mut Streams<S>,
     seen: &mut Seen,
     settings: &BashSettings,
     hard: Instant,
@@ -344,14 +390,51 @@ async fn stop_tree(
     })
 }
 
-/// The two pipes of the shell and what was captured from each.
-struct Streams {
+/// One of the command's two output streams (with a terminal, `Stdout` is the terminal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    Stdout,
+    Stderr,
+}
+
+/// Where the bytes read from the command's streams go.
+pub(crate) trait Sink {
+    /// Takes in the next bytes of one stream.
+    fn push(&mut self, which: Which, data: &[u8]);
+}
+
+/// A foreground call's sink: the head and tail of each stream.
+pub(crate) struct Captured {
+    stdout: Capture,
+    stderr: Capture,
+}
+
+impl Captured {
+    fn new(limit: usize) -> Self {
+        Self {
+            stdout: Capture::new(limit),
+            stderr: Capture::new(limit),
+        }
+    }
+}
+
+impl Sink for Captured {
+    fn push(&mut self, which: Which, data: &[u8]) {
+        match which {
+            Which::Stdout => self.stdout.push(data),
+            Which::Stderr => self.stderr.push(data),
+        }
+    }
+}
+
+/// The two pipes of the shell (or the terminal's controller alone) and where what they give
+/// goes.
+pub(crate) struct Streams<S> {
     out: Option<ChildStdout>,
     err: Option<ChildStderr>,
     out_buf: Box<[u8]>,
     err_buf: Box<[u8]>,
-    stdout: Capture,
-    stderr: Capture,
+    pub(crate) sink: S,
 }
 
 /// What one step of reading did.
@@ -364,19 +447,18 @@ enum Step<T> {
     Done(T),
 }
 
-impl Streams {
-    fn new(out: Option<ChildStdout>, err: Option<ChildStderr>, limit: usize) -> Self {
+impl<S: Sink> Streams<S> {
+    pub(crate) fn new(out: Option<ChildStdout>, err: Option<ChildStderr>, sink: S) -> Self {
         Self {
             out,
             err,
             out_buf: vec![0; READ_CHUNK].into_boxed_slice(),
             err_buf: vec![0; READ_CHUNK].into_boxed_slice(),
-            stdout: Capture::new(limit),
-            stderr: Capture::new(limit),
+            sink,
         }
     }
 
-    fn closed(&self) -> bool {
+    pub(crate) fn closed(&self) -> bool {
         self.out.is_none() && self.err.is_none()
     }
 
@@ -387,18 +469,17 @@ impl Streams {
             err,
             out_buf,
             err_buf,
-            stdout,
-            stderr,
+            sink,
         } = self;
         tokio::select! {
             value = until.as_mut() => Step::Done(value),
-            read = read_some(out, out_buf) => settle(read, out, out_buf, stdout),
-            read = read_some(err, err_buf) => settle(read, err, err_buf, stderr),
+            read = read_some(out, out_buf) => settle(read, out, out_buf, sink, Which::Stdout),
+            read = read_some(err, err_buf) => settle(read, err, err_buf, sink, Which::Stderr),
         }
     }
 
     /// Keeps reading both pipes until `until` is ready, and returns its output.
-    async fn pump<F: Future>(&mut self, until: F) -> F::Output {
+    pub(crate) async fn pump<F: Future>(&mut self, until: F) -> F::Output {
         let mut until = pin!(until);
         loop {
             if let Step::Done(value) = self.step(until.as_mut()).await {
@@ -412,7 +493,7 @@ impl Streams {
     ///
     /// The pipes stay open: closing them would kill a writer with SIGPIPE before the tree is
     /// stopped and listed. They close when the call's `Streams` are dropped, at its end.
-    async fn drain(&mut self, idle: Duration, deadline: Instant) {
+    pub(crate) async fn drain(&mut self, idle: Duration, deadline: Instant) {
         let quiet = tokio::time::sleep_until(deadline.min(Instant::now() + idle));
         let mut quiet = pin!(quiet);
         loop {
@@ -446,17 +527,18 @@ impl Streams {
             err,
             out_buf,
             err_buf,
-            stdout,
-            stderr,
+            sink,
         } = self;
-        sweep_one(out, out_buf, stdout, deadline) + sweep_one(err, err_buf, stderr, deadline)
+        sweep_one(out, out_buf, sink, Which::Stdout, deadline)
+            + sweep_one(err, err_buf, sink, Which::Stderr, deadline)
     }
 }
 
-fn sweep_one<R: std::os::fd::AsFd>(
+fn sweep_one<R: std::os::fd::AsFd, S: Sink>(
     pipe: &mut Option<R>,
     buf: &mut [u8],
-    capture: &mut Capture,
+    sink: &mut S,
+    which: Which,
     deadline: Instant,
 ) -> usize {
     let mut total = 0;
@@ -466,7 +548,7 @@ fn sweep_one<R: std::os::fd::AsFd>(
         match rustix::io::read(reader, &mut *buf) {
             Ok(0) => *pipe = None,
             Ok(n) => {
-                capture.push(&buf[..n]);
+                sink.push(which, &buf[..n]);
                 total += n;
                 reads += 1;
                 if reads.is_multiple_of(16) && Instant::now() >= deadline {
@@ -494,11 +576,12 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
 /// Takes in the result of one read. A read that filled the buffer means the pipe may hold more:
 /// it is swept at once (at most 16 more reads, so that the awaited future is polled again soon),
 /// which saves a trip through the reactor per 64 KiB under a flood.
-fn settle<R: std::os::fd::AsFd, T>(
+fn settle<R: std::os::fd::AsFd, S: Sink, T>(
     read: std::io::Result<usize>,
     pipe: &mut Option<R>,
     buf: &mut [u8],
-    capture: &mut Capture,
+    sink: &mut S,
+    which: Which,
 ) -> Step<T> {
     match read {
         Ok(0) | Err(_) => {
@@ -506,37 +589,76 @@ fn settle<R: std::os::fd::AsFd, T>(
             Step::Closed
         }
         Ok(n) => {
-            capture.push(&buf[..n]);
+            sink.push(which, &buf[..n]);
             if n == buf.len() {
-                sweep_one(pipe, buf, capture, Instant::now());
+                sweep_one(pipe, buf, sink, which, Instant::now());
             }
             Step::Data
         }
     }
 }
 
+/// How a command ended and what was stopped: the first lines of its result.
+pub(crate) struct Ending {
+    pub(crate) status: Status,
+    pub(crate) stopped: Option<Stopped>,
+    /// The processes stopped (pid as the command saw it, command line, needed SIGKILL).
+    pub(crate) listed: Vec<(i32, String, bool)>,
+    pub(crate) grace: Duration,
+    pub(crate) timeout: Duration,
+}
+
 /// Everything the result is rendered from.
 struct Outcome {
-    status: Status,
-    stopped: Option<Stopped>,
-    listed: Vec<(i32, String, bool)>,
+    ending: Ending,
     stdout: Kept,
     stderr: Kept,
-    grace: Duration,
-    timeout: Duration,
     /// What the sandbox has to say: refusals of its network guard and of its file rules.
     notes: Vec<String>,
 }
 
 fn render(outcome: &Outcome) -> ToolOutput {
-    let mut text = String::new();
-    let stop_phrase = |stopped: &Stopped| match stopped.by {
+    let (mut text, is_error) = ending_text(&outcome.ending);
+    let sections: Vec<String> = [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)]
+        .into_iter()
+        .filter_map(|(label, kept)| section(label, kept))
+        .collect();
+    if sections.is_empty() {
+        text.push_str("(no output)");
+    } else {
+        text.push_str(&sections.join("\n"));
+    }
+    for note in &outcome.notes {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let _ = writeln!(text, "note: {note}");
+    }
+    let text = text.strip_suffix('\n').unwrap_or(&text).to_owned();
+    if is_error {
+        ToolOutput::error(text)
+    } else {
+        ToolOutput::text(text)
+    }
+}
+
+/// Which signal stopped a tree: `stopped by SIGTERM`, `killed by SIGKILL after SIGTERM grace
+/// (2 s)`.
+pub(crate) fn stop_signal_phrase(stopped: &Stopped, grace: Duration) -> String {
+    match stopped.by {
         StopSignal::Term => "stopped by SIGTERM".to_owned(),
         StopSignal::Kill => format!(
             "killed by SIGKILL after SIGTERM grace ({})",
-            human::duration(outcome.grace)
+            human::duration(grace)
         ),
-    };
+    }
+}
+
+/// The first lines of a result (each ending with a line feed): how the command ended, what
+/// was stopped, and what to do about a timeout; and whether that makes an error.
+pub(crate) fn ending_text(outcome: &Ending) -> (String, bool) {
+    let mut text = String::new();
+    let stop_phrase = |stopped: &Stopped| stop_signal_phrase(stopped, outcome.grace);
     let is_error = match outcome.status {
         Status::Exited(ShellEnd::Code(code)) => {
             let _ = writeln!(text, "exit code: {code}");
@@ -546,18 +668,19 @@ fn render(outcome: &Outcome) -> ToolOutput {
             let _ = writeln!(text, "killed by {} (signal {number})", signal_name(number));
             true
         }
-        Status::TimedOut(after) | Status::Cancelled(after) => {
-            let what = if matches!(outcome.status, Status::TimedOut(_)) {
-                "timed out"
-            } else {
-                "cancelled"
+        Status::TimedOut(after) | Status::Cancelled(after) | Status::Stopped(after) => {
+            let what = match outcome.status {
+                Status::TimedOut(_) => "timed out",
+                Status::Stopped(_) => "stopped on request",
+                _ => "cancelled",
             };
             let _ = write!(text, "{what} after {}", human::duration(after));
             if let Some(stopped) = &outcome.stopped {
                 let _ = write!(text, "; {}", stop_phrase(stopped));
             }
             text.push('\n');
-            true
+            // A job stopped on request did what was asked.
+            !matches!(outcome.status, Status::Stopped(_))
         }
     };
     if let Some(stopped) = &outcome.stopped {
@@ -627,27 +750,7 @@ fn render(outcome: &Outcome) -> ToolOutput {
             outcome.timeout.as_millis()
         );
     }
-    let sections: Vec<String> = [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)]
-        .into_iter()
-        .filter_map(|(label, kept)| section(label, kept))
-        .collect();
-    if sections.is_empty() {
-        text.push_str("(no output)");
-    } else {
-        text.push_str(&sections.join("\n"));
-    }
-    for note in &outcome.notes {
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let _ = writeln!(text, "note: {note}");
-    }
-    let text = text.strip_suffix('\n').unwrap_or(&text).to_owned();
-    if is_error {
-        ToolOutput::error(text)
-    } else {
-        ToolOutput::text(text)
-    }
+    (text, is_error)
 }
 
 /// One labelled stream, or `None` when it printed nothing.
@@ -693,16 +796,18 @@ mod tests {
     #[test]
     fn durations_in_the_first_line_read_naturally() {
         let outcome = Outcome {
-            status: Status::TimedOut(Duration::from_secs(120)),
-            stopped: Some(Stopped {
-                by: StopSignal::Kill,
-                survivors: Vec::new(),
-            }),
-            listed: Vec::new(),
+            ending: Ending {
+                status: Status::TimedOut(Duration::from_secs(120)),
+                stopped: Some(Stopped {
+                    by: StopSignal::Kill,
+                    survivors: Vec::new(),
+                }),
+                listed: Vec::new(),
+                grace: Duration::from_millis(1500),
+                timeout: Duration::from_secs(120),
+            },
             stdout: empty(),
             stderr: empty(),
-            grace: Duration::from_millis(1500),
-            timeout: Duration::from_secs(120),
             notes: Vec::new(),
         };
         let text = render(&outcome).text_content();
@@ -730,7 +835,7 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let mut streams = Streams::new(child.stdout.take(), None, 1024);
+        let mut streams = Streams::new(child.stdout.take(), None, Captured::new(1024));
         let idle = Duration::from_secs(3600);
         let cap = Duration::from_secs(2);
         let started = Instant::now();

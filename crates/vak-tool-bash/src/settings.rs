@@ -1,4 +1,5 @@
-//! `[bash]` of `.vak/config.toml`: the shell the tool runs and the limits of one call.
+//! `[bash]` of `.vak/config.toml`: the shell the tool runs, the limits of one call, and the
+//! limits of a session's background jobs.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,6 +59,21 @@ pub struct BashSettings {
     /// The sandbox helper (default: found as `vak-sandbox` next to the running program, in
     /// the folder above it, or on `PATH`; `vak-tools` names itself, as it embeds the helper).
     pub sandbox_helper: Option<PathBuf>,
+    /// Background jobs one session may run at once (default 32); a start past it is refused.
+    pub jobs_max: usize,
+    /// Unread output a background job keeps of each stream, the newest; older unread bytes
+    /// are dropped and counted (default 256 KiB).
+    pub job_stream_bytes: usize,
+    /// Unread output all the background jobs of one session may keep together (default 16
+    /// MiB): each job reserves `job_stream_bytes` per stream until its end has been read, and a
+    /// start that would pass this is refused.
+    pub jobs_buffer_bytes: usize,
+    /// How long a background start waits for the command's first output, or for its early
+    /// end, before it returns (default 1000).
+    pub job_settle_ms: u64,
+    /// Milliseconds between two progress reports of a running foreground command, sent to a
+    /// caller that listens (an MCP client that gave a `progressToken`; default 1000).
+    pub progress_ms: u64,
 }
 
 impl Default for BashSettings {
@@ -71,6 +87,11 @@ impl Default for BashSettings {
             network: Network::Guarded,
             env: EnvPolicy::default(),
             sandbox_helper: None,
+            jobs_max: 32,
+            job_stream_bytes: 256 * 1024,
+            jobs_buffer_bytes: 16 * 1024 * 1024,
+            job_settle_ms: 1000,
+            progress_ms: 1000,
         }
     }
 }
@@ -89,6 +110,16 @@ impl BashSettings {
     /// [`BashSettings::drain_cap_ms`] as a duration.
     pub fn drain_cap(&self) -> Duration {
         Duration::from_millis(self.drain_cap_ms)
+    }
+
+    /// [`BashSettings::job_settle_ms`] as a duration.
+    pub fn job_settle(&self) -> Duration {
+        Duration::from_millis(self.job_settle_ms)
+    }
+
+    /// [`BashSettings::progress_ms`] as a duration (at least a millisecond).
+    pub fn progress_every(&self) -> Duration {
+        Duration::from_millis(self.progress_ms.max(1))
     }
 }
 

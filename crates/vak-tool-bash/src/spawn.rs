@@ -1,6 +1,7 @@
 //! Starting the shell: `SHELL -c COMMAND` in a new session (directly in `full-access`, through
-//! the sandbox helper otherwise), with stdin from `/dev/null`, piped stdout and stderr, the
-//! call's folder and the environment of `[bash] env` plus a non-interactive set.
+//! the sandbox helper otherwise), with stdin from `/dev/null` (a foreground call), a pipe or a
+//! pseudo-terminal (a background job), piped stdout and stderr (or the terminal), the call's
+//! folder and the environment of `[bash] env` plus a non-interactive set.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
@@ -9,12 +10,13 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::env::EnvPolicy;
 use crate::error::BashError;
 use crate::procs::CALL_ID_VAR;
-use crate::sandbox::{Role, Spec};
+use crate::sandbox::control::send_fd;
+use crate::sandbox::{Message, Role, Spec};
 
 /// Variables that keep programs from waiting for a person: no pager, no editor, no prompt, no
 /// colour, no interactive installer.
@@ -54,6 +56,40 @@ pub(crate) fn call_id_chain(inherited: Option<&OsStr>, call_id: &str) -> OsStrin
     }
 }
 
+/// What the shell reads, and where it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// `/dev/null`; stdout and stderr are pipes (a foreground call).
+    Null,
+    /// A pipe the tool writes to; stdout and stderr are pipes (a background job).
+    Pipe,
+    /// A pseudo-terminal: the shell's standard input, output and error and its controlling
+    /// terminal (a background job with `tty`).
+    Tty,
+}
+
+/// The sandbox side of a launch: the helper, what it is asked, and both ends of its control
+/// socket.
+pub(crate) struct Sandboxed<'a> {
+    pub(crate) helper: &'a Path,
+    pub(crate) spec: &'a Spec,
+    /// The tool's end, on which a background job's standard input is handed over.
+    pub(crate) ours: &'a std::os::unix::net::UnixStream,
+    /// The helper's end: its standard input.
+    pub(crate) theirs: OwnedFd,
+}
+
+/// A started shell (or sandbox helper) and the tool's ends of its streams.
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    /// Where the tool writes the command's input: the pipe, or the terminal's controller.
+    pub(crate) stdin: Option<ChildStdin>,
+    /// The command's output: its stdout pipe, or the terminal's controller.
+    pub(crate) stdout: Option<ChildStdout>,
+    /// Its stderr pipe (none with a terminal, where both streams are one).
+    pub(crate) stderr: Option<ChildStderr>,
+}
+
 /// What the shell is started with.
 pub(crate) struct Launch<'a> {
     pub(crate) shell: &'a Path,
@@ -65,13 +101,54 @@ pub(crate) struct Launch<'a> {
     pub(crate) policy: &'a EnvPolicy,
     pub(crate) tmpdir: &'a Path,
     pub(crate) call_id: &'a str,
-    /// The sandbox helper and the control socket's helper end, outside `full-access`.
-    pub(crate) sandbox: Option<(&'a Path, &'a Spec, OwnedFd)>,
+    pub(crate) input: Input,
+    /// The sandbox helper and its control socket, outside `full-access`.
+    pub(crate) sandbox: Option<Sandboxed<'a>>,
+}
+
+/// The tool's end and the command's end of the command's standard input.
+struct Ends {
+    /// The tool's: written by the jobs tool (a pipe's writing end, a terminal's controller).
+    ours: Option<OwnedFd>,
+    /// A second descriptor of the terminal's controller, for reading.
+    reader: Option<OwnedFd>,
+    /// The command's: a pipe's reading end or the terminal.
+    theirs: Option<OwnedFd>,
+}
+
+fn ends(input: Input) -> Result<Ends, BashError> {
+    let failed = |source: std::io::Error| BashError::Input { source };
+    Ok(match input {
+        Input::Null => Ends {
+            ours: None,
+            reader: None,
+            theirs: None,
+        },
+        Input::Pipe => {
+            let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                .map_err(|error| failed(error.into()))?;
+            Ends {
+                ours: Some(write),
+                reader: None,
+                theirs: Some(read),
+            }
+        }
+        Input::Tty => {
+            let pty = crate::pty::open().map_err(failed)?;
+            Ends {
+                reader: Some(pty.controller.try_clone().map_err(failed)?),
+                ours: Some(pty.controller),
+                theirs: Some(pty.terminal),
+            }
+        }
+    })
 }
 
 /// Starts the shell: directly in a new session, or through the sandbox helper.
-pub(crate) fn spawn(launch: Launch<'_>) -> Result<Child, BashError> {
+pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
     check_shell(launch.shell)?;
+    let ends = ends(launch.input)?;
+    let terminal = launch.input == Input::Tty;
     let inherited = launch
         .env
         .iter()
@@ -79,19 +156,32 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Child, BashError> {
         .find(|(key, _)| key == CALL_ID_VAR)
         .map(|(_, value)| value.as_os_str());
     let call_id = call_id_chain(inherited, launch.call_id);
+    let spawn_failed = |source| BashError::Spawn {
+        shell: launch.shell.to_path_buf(),
+        source,
+    };
     let mut command = match launch.sandbox {
-        Some((helper, spec, control)) => {
+        Some(sandbox) => {
+            if let Some(theirs) = &ends.theirs {
+                // Init takes it from the socket before it starts the shell.
+                send_fd(sandbox.ours, &Message::Stdin, theirs).map_err(spawn_failed)?;
+            }
             #[allow(
                 clippy::disallowed_methods,
                 reason = "vak-tool-bash is one of the two crates that start processes"
             )]
-            let mut command = Command::new(helper);
+            let mut command = Command::new(sandbox.helper);
             command
-                .args(spec.to_args(Role::Run))
-                .stdin(Stdio::from(control))
+                .args(sandbox.spec.to_args(Role::Run))
+                .stdin(Stdio::from(sandbox.theirs))
                 // Out of the caller's process group: a terminal's Ctrl-C reaches the caller,
                 // which cancels the call, not the helper. Init starts the new session.
                 .process_group(0);
+            if terminal {
+                command.stdout(Stdio::null()).stderr(Stdio::null());
+            } else {
+                command.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
             command
         }
         None => {
@@ -100,32 +190,75 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Child, BashError> {
                 reason = "vak-tool-bash is one of the two crates that start processes"
             )]
             let mut command = Command::new(launch.shell);
-            command.arg("-c").arg(launch.command).stdin(Stdio::null());
-            new_session(command.as_std_mut());
+            command.arg("-c").arg(launch.command);
+            match (&ends.theirs, terminal) {
+                (Some(tty), true) => {
+                    let clone = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
+                    command
+                        .stdin(clone(tty).map_err(spawn_failed)?)
+                        .stdout(clone(tty).map_err(spawn_failed)?)
+                        .stderr(clone(tty).map_err(spawn_failed)?);
+                }
+                (Some(pipe), false) => {
+                    let read = pipe.try_clone().map_err(spawn_failed)?;
+                    command
+                        .stdin(Stdio::from(read))
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped());
+                }
+                (None, _) => {
+                    command
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped());
+                }
+            }
+            new_session(command.as_std_mut(), terminal);
             command
         }
     };
     command
         .current_dir(launch.cwd)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .env_clear()
         .envs(launch.policy.apply(launch.env))
         .envs(NON_INTERACTIVE.iter().copied())
         .env("TMPDIR", launch.tmpdir)
         .env(CALL_ID_VAR, call_id);
-    command.spawn().map_err(|source| {
+    let mut child = command.spawn().map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound && !launch.cwd.is_dir() {
             BashError::CwdMissing {
                 path: launch.cwd.to_path_buf(),
             }
         } else {
-            BashError::Spawn {
-                shell: launch.shell.to_path_buf(),
-                source,
-            }
+            spawn_failed(source)
         }
+    })?;
+    // The command's end is the command's alone now (the helper, or the shell, has its copy):
+    // the tool's copy goes, so that the command sees end-of-file when the tool closes its end.
+    drop(command);
+    drop(ends.theirs);
+    let registered = |error| spawn_failed(error);
+    let stdin = ends
+        .ours
+        .map(|fd| ChildStdin::from_std(std::process::ChildStdin::from(fd)))
+        .transpose()
+        .map_err(registered)?;
+    let (stdout, stderr) = match ends.reader {
+        Some(reader) => (
+            Some(
+                ChildStdout::from_std(std::process::ChildStdout::from(reader))
+                    .map_err(registered)?,
+            ),
+            None,
+        ),
+        None => (child.stdout.take(), child.stderr.take()),
+    };
+    Ok(Spawned {
+        child,
+        stdin,
+        stdout,
+        stderr,
     })
 }
 
@@ -147,28 +280,35 @@ fn check_shell(shell: &Path) -> Result<(), BashError> {
 /// Makes the child call `setsid()` before it runs the shell: a new session and process group
 /// led by the shell, and no controlling terminal, so a program that opens `/dev/tty` to prompt
 /// fails at once instead of waiting for a person, and a terminal's job-control signals never
-/// reach the call.
+/// reach the call. With `terminal`, the child then takes its standard input (a
+/// pseudo-terminal of the tool's) as the new session's controlling terminal (`TIOCSCTTY`).
 ///
 /// `CommandExt::process_group(0)` would be safe, but it only calls `setpgid`: the child stays
 /// in the caller's session, keeps the controlling terminal, and a read from `/dev/tty` stops it
 /// with SIGTTIN until the timeout. std's own `CommandExt::setsid` is still unstable
 /// (rust-lang/rust#105376), so this is the workspace's one `unsafe` block.
-fn new_session(command: &mut std::process::Command) {
+fn new_session(command: &mut std::process::Command, terminal: bool) {
     use std::os::unix::process::CommandExt as _;
-    let detach = || {
-        rustix::process::setsid()
-            .map(drop)
-            .map_err(std::io::Error::from)
+    let detach = move || {
+        rustix::process::setsid().map_err(std::io::Error::from)?;
+        if terminal {
+            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())
+                .map_err(std::io::Error::from)?;
+        }
+        Ok(())
     };
     #[allow(
         unsafe_code,
-        reason = "the workspace's one audited unsafe block: setsid() in the forked child"
+        reason = "the workspace's one audited unsafe block: setsid() and TIOCSCTTY in the forked \
+                  child"
     )]
     // SAFETY: `pre_exec` runs the closure in the forked child, before `exec`, where only
     // async-signal-safe work is sound (another thread of the parent may have held a lock at the
-    // fork). The closure makes one raw system call through rustix (no libc wrapper state, no
-    // allocation, no lock) and turns its errno into an `io::Error` with `from_raw_os_error`,
-    // which does not allocate either. It touches no memory shared with the parent.
+    // fork). The closure makes at most two raw system calls through rustix (`setsid`, and
+    // `ioctl(0, TIOCSCTTY)` with a terminal; no libc wrapper state, no allocation, no lock),
+    // reads only the `bool` it captured by value, and turns an errno into an `io::Error` with
+    // `from_raw_os_error`, which does not allocate either. It touches no memory shared with
+    // the parent.
     unsafe {
         command.pre_exec(detach);
     }

@@ -4,7 +4,12 @@
 //! In the sandbox the tool's child is the helper, not the shell: the shell's end comes as a
 //! message on the control socket, the call's processes are those of the sandbox's PID
 //! namespace, and closing the control socket ends the namespace (the helper kills its init).
+//!
+//! A background job's tree is owned by the job's task; the jobs tool and the session's end
+//! reach it through a [`Published`] view of what identifies its processes, withdrawn before
+//! the shell is reaped so that no signal can reach a process that reused its pid.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
@@ -35,6 +40,8 @@ pub(crate) struct Tree {
     control: Option<Control>,
     end: Option<ShellEnd>,
     armed: bool,
+    /// The view given to others, if any.
+    published: Option<Published>,
     // Declared last so that it is dropped after `Drop::drop` ran: tokio then reaps it.
     child: Option<Child>,
 }
@@ -66,6 +73,7 @@ impl Tree {
             control,
             end: None,
             armed: true,
+            published: None,
             child: Some(child),
         }
     }
@@ -120,6 +128,9 @@ impl Tree {
                 && self.anchor.namespace.is_none()
             {
                 self.anchor.namespace = Namespace::of_init(pid);
+                if let Some(published) = &self.published {
+                    published.set(Some(self.anchor.clone()));
+                }
             }
             if done(control) || !control.next().await {
                 return;
@@ -189,9 +200,21 @@ impl Tree {
         self.anchor.signal(procs, signal);
     }
 
+    /// A view of what identifies the tree's processes, for others to signal them while the
+    /// tree runs; withdrawn (`None`) before the shell is reaped.
+    pub(crate) fn publish(&mut self) -> Published {
+        let published = Published::default();
+        published.set(Some(self.anchor.clone()));
+        self.published = Some(published.clone());
+        published
+    }
+
     /// Reaps the shell (waiting at most `wait`) and disarms the guard. Call it once every
     /// process of the call has been stopped.
     pub(crate) async fn finish(mut self, wait: Duration) {
+        if let Some(published) = self.published.take() {
+            published.set(None);
+        }
         self.armed = false;
         if let Some(control) = &mut self.control {
             // The helper kills init, which takes whatever is left of the namespace with it.
@@ -224,8 +247,59 @@ fn watch_exit(pid: Pid) -> JoinHandle<()> {
     })
 }
 
+/// What identifies a running tree's processes, shared with whoever must signal them from
+/// outside the task that owns the tree. Empty once the tree is finished.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Published(Arc<Mutex<Option<Anchor>>>);
+
+impl Published {
+    fn set(&self, anchor: Option<Anchor>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = anchor;
+    }
+
+    /// Sends `signal` to the shell's process group (init's, in the sandbox, which ignores it):
+    /// what a terminal's Ctrl-C does. `false` when the tree is finished.
+    pub(crate) fn signal_group(&self, signal: Signal) -> bool {
+        let anchor = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match anchor.as_ref() {
+            Some(anchor) => {
+                anchor.signal(&[], signal);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Kills every process of the tree at once with SIGKILL, synchronously: in the sandbox its
+    /// init (which takes the namespace with it) and its helper, else every process the scan
+    /// finds.
+    pub(crate) fn kill_now(&self) {
+        let anchor = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(anchor) = anchor.as_ref() {
+            if let Some(ns) = anchor.namespace {
+                crate::procs::signal_one(ns.init, Signal::KILL);
+            }
+            if anchor.sandboxed {
+                // The helper's death takes init along (its parent-death signal), even before
+                // the tool has heard which process init is.
+                crate::procs::signal_one(
+                    Proc {
+                        pid: anchor.pid,
+                        start: anchor.start,
+                    },
+                    Signal::KILL,
+                );
+            }
+            kill_now(anchor);
+        }
+    }
+}
+
 impl Drop for Tree {
     fn drop(&mut self) {
+        if let Some(published) = self.published.take() {
+            published.set(None);
+        }
         if self.armed {
             if let Some(ns) = self.anchor.namespace {
                 // Init's death ends every process of the namespace at once.

@@ -1,15 +1,19 @@
 //! The tool's end of the control socket: a Unix stream pair whose other end is the helper's
 //! standard input. The helper reports on it, one line per message (init's pid, the proxy
-//! listener with its descriptor attached, the shell's end, a setup failure); the tool closing
-//! its end tells the helper to end everything.
+//! listener with its descriptor attached, the shell's end, a setup failure); the tool hands
+//! over a background job's standard input on it; the tool closing its end tells the helper to
+//! end everything.
 
-use std::io::IoSliceMut;
+use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
-use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-use tokio::io::Interest;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::UnixStream;
 use vak_tool_net::proxy::{Dialer, Proxy, ProxyOptions, Report};
 
@@ -23,75 +27,81 @@ pub(crate) fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd
     Ok((ours, OwnedFd::from(theirs)))
 }
 
-/// What the helper said so far.
-pub(crate) struct Control {
-    socket: Option<UnixStream>,
+/// Sends `message` with `fd` attached on the tool's end before the helper runs (the socket's
+/// buffer is empty, so a non-blocking send cannot find it full).
+pub(crate) fn send_fd(
+    ours: &std::os::unix::net::UnixStream,
+    message: &Message,
+    fd: impl AsFd,
+) -> std::io::Result<()> {
+    let text = message.encode();
+    let fds = [fd.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = SendAncillaryBuffer::new(&mut space);
+    ancillary.push(SendAncillaryMessage::ScmRights(&fds));
+    let sent = rustix::net::sendmsg(
+        ours,
+        &[IoSlice::new(text.as_bytes())],
+        &mut ancillary,
+        SendFlags::NOSIGNAL,
+    )?;
+    if sent == text.len() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
+            "the control socket took part of a message",
+        ))
+    }
+}
+
+/// One end of a control socket, read message by message, descriptors and all.
+pub(crate) struct Link {
+    socket: UnixStream,
     /// Bytes received and not yet a whole line.
     pending: Vec<u8>,
     /// Descriptors received and not yet claimed by a message.
     fds: Vec<OwnedFd>,
-    dialer: Option<Arc<dyn Dialer>>,
-    /// Init's pid, once the helper started it.
-    pub(crate) init: Option<i32>,
-    /// How the shell ended, once it did.
-    pub(crate) end: Option<ShellEnd>,
-    /// Why the sandbox could not be set up, if it could not.
-    pub(crate) refusal: Option<String>,
-    proxy: Option<Proxy>,
 }
 
-impl Control {
-    /// Watches `ours`; a proxy listener the helper sends is served with `dialer`. Needs a
-    /// Tokio runtime with I/O enabled.
-    pub(crate) fn new(
-        ours: std::os::unix::net::UnixStream,
-        dialer: Option<Arc<dyn Dialer>>,
-    ) -> std::io::Result<Self> {
+impl Link {
+    /// Watches `socket` (non-blocking). Needs a Tokio runtime with I/O enabled.
+    pub(crate) fn new(socket: std::os::unix::net::UnixStream) -> std::io::Result<Self> {
         Ok(Self {
-            socket: Some(UnixStream::from_std(ours)?),
+            socket: UnixStream::from_std(socket)?,
             pending: Vec::new(),
             fds: Vec::new(),
-            dialer,
-            init: None,
-            end: None,
-            refusal: None,
-            proxy: None,
         })
     }
 
-    /// Closes the tool's end: the helper then kills init, and with it every process left.
-    pub(crate) fn close(&mut self) {
-        self.socket = None;
+    /// Sends a message (no descriptor).
+    pub(crate) async fn send(&mut self, message: &Message) -> std::io::Result<()> {
+        self.socket.write_all(message.encode().as_bytes()).await
     }
 
-    /// What the proxy refused so far, in the guarded network mode.
-    pub(crate) fn report(&self) -> Option<Report> {
-        self.proxy.as_ref().map(Proxy::report)
-    }
-
-    /// Reads and applies the next message; `false` once the helper's end is closed.
-    pub(crate) async fn next(&mut self) -> bool {
+    /// The next message, with the first descriptor not yet claimed when one came; `None` once
+    /// the other end is closed.
+    pub(crate) async fn next(&mut self) -> Option<(Message, Option<OwnedFd>)> {
         loop {
             if let Some(at) = self.pending.iter().position(|&byte| byte == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=at).collect();
                 let text = String::from_utf8_lossy(&line[..at]).into_owned();
-                self.apply(&text);
-                return true;
+                let Some(message) = Message::decode(&text) else {
+                    continue;
+                };
+                let fd = (!self.fds.is_empty()).then(|| self.fds.remove(0));
+                return Some((message, fd));
             }
             if !self.receive().await {
-                self.socket = None;
-                return false;
+                return None;
             }
         }
     }
 
     /// Receives what the socket holds, waiting for something; `false` at its end.
     async fn receive(&mut self) -> bool {
-        let Some(socket) = &self.socket else {
-            return false;
-        };
         let mut bytes = [0u8; 4096];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let socket = &self.socket;
         loop {
             if socket.readable().await.is_err() {
                 return false;
@@ -127,23 +137,79 @@ impl Control {
             }
         }
     }
+}
 
-    fn apply(&mut self, text: &str) {
-        match Message::decode(text) {
-            Some(Message::Init(pid)) => self.init = Some(pid),
-            Some(Message::Exit(code)) => self.end = Some(ShellEnd::Code(code)),
-            Some(Message::Signal(number)) => self.end = Some(ShellEnd::Signal(number)),
-            Some(Message::Error(reason)) => self.refusal = Some(reason),
-            Some(Message::Proxy(_port)) => {
-                let fd = (!self.fds.is_empty()).then(|| self.fds.remove(0));
+/// What the helper said so far.
+pub(crate) struct Control {
+    link: Option<Link>,
+    dialer: Option<Arc<dyn Dialer>>,
+    /// Init's pid, once the helper started it.
+    pub(crate) init: Option<i32>,
+    /// How the shell ended, once it did.
+    pub(crate) end: Option<ShellEnd>,
+    /// Why the sandbox could not be set up, if it could not.
+    pub(crate) refusal: Option<String>,
+    proxy: Option<Proxy>,
+}
+
+impl Control {
+    /// Watches `ours`; a proxy listener the helper sends is served with `dialer`. Needs a
+    /// Tokio runtime with I/O enabled.
+    pub(crate) fn new(
+        ours: std::os::unix::net::UnixStream,
+        dialer: Option<Arc<dyn Dialer>>,
+    ) -> std::io::Result<Self> {
+        Ok(Self {
+            link: Some(Link::new(ours)?),
+            dialer,
+            init: None,
+            end: None,
+            refusal: None,
+            proxy: None,
+        })
+    }
+
+    /// Closes the tool's end: the helper then kills init, and with it every process left.
+    pub(crate) fn close(&mut self) {
+        self.link = None;
+    }
+
+    /// What the proxy refused so far, in the guarded network mode.
+    pub(crate) fn report(&self) -> Option<Report> {
+        self.proxy.as_ref().map(Proxy::report)
+    }
+
+    /// Reads and applies the next message; `false` once the helper's end is closed.
+    pub(crate) async fn next(&mut self) -> bool {
+        let Some(link) = self.link.as_mut() else {
+            return false;
+        };
+        match link.next().await {
+            Some((message, fd)) => {
+                self.apply(message, fd);
+                true
+            }
+            None => {
+                self.link = None;
+                false
+            }
+        }
+    }
+
+    fn apply(&mut self, message: Message, fd: Option<OwnedFd>) {
+        match message {
+            Message::Init(pid) => self.init = Some(pid),
+            Message::Exit(code) => self.end = Some(ShellEnd::Code(code)),
+            Message::Signal(number) => self.end = Some(ShellEnd::Signal(number)),
+            Message::Error(reason) => self.refusal = Some(reason),
+            Message::Proxy(_port) => {
                 if let (Some(fd), Some(dialer)) = (fd, &self.dialer) {
                     self.serve(fd, Arc::clone(dialer));
                 }
             }
-            None => {}
+            _ => {}
         }
     }
-
     fn serve(&mut self, fd: OwnedFd, dialer: Arc<dyn Dialer>) {
         let listener = std::net::TcpListener::from(fd);
         let served = listener

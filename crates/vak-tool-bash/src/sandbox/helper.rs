@@ -1,22 +1,27 @@
-//! The helper's two processes, run from `vak-sandbox` (or `vak-tools __vak-sandbox`) with a
+//! The helper's processes, run from `vak-sandbox` (or `vak-tools __vak-sandbox`) with a
 //! single thread, as namespaces that apply to the caller require.
 //!
 //! **Run** (started by the tool, fd 0 the control socket):
-//! 1. `unshare(USER | NS | NET | PID)` in one call, then map the user: root keeps every id (so
-//!    it still reads what root can), anyone else keeps their own uid and gid. A user namespace
-//!    even for root: without one, a command running as root could `setns` back into the host's
-//!    network namespace.
+//! 1. Join the user and network namespaces of the session's holder (see [`super::holder`]),
+//!    checking that the process it names is still that holder, then `unshare(NS | PID)`. (With
+//!    no holder named: `unshare(USER | NS | NET | PID)` in one call and map the user as the
+//!    holder does.) The user namespace keeps root's ids for root (so it still reads what root
+//!    can), and anyone else's own uid and gid. A user namespace even for root: without one, a
+//!    command running as root could `setns` back into the host's network namespace.
 //! 2. Start **init**, which becomes process 1 of the new PID namespace, and tell the tool its
 //!    pid. Give up its own stdout and stderr (so the pipes close when the command's last
 //!    process ends, not when the helper does).
-//! 3. Wait for the first of: init ends (end too), or the control socket reaches end-of-file —
-//!    the tool ended the call, or the tool's process died, even by SIGKILL — then SIGKILL init.
-//!    The kernel kills every process of a PID namespace when its process 1 dies, so nothing
-//!    the command started survives either event.
+//! 3. Wait for the first of: init ends (end too), or the control socket hangs up — the tool
+//!    ended the call, or the tool's process died, even by SIGKILL — then SIGKILL init. The
+//!    kernel kills every process of a PID namespace when its process 1 dies, so nothing the
+//!    command started survives either event. It never reads the socket: what the tool sends
+//!    is for init.
 //!
 //! **Init** (process 1 of the namespaces):
 //! 1. SIGKILL when its parent (the run process) dies.
 //! 2. A new session (no controlling terminal: a program that opens `/dev/tty` fails at once).
+//!    A background job's standard input arrives on the control socket: a pipe, or a
+//!    pseudo-terminal, which becomes the session's controlling terminal.
 //! 3. The mounts of [`super::mounts`], loopback up, and in the guarded network mode a listener
 //!    on `127.0.0.1:0` whose descriptor goes to the tool, which serves the proxy on it.
 //! 4. Drops its capabilities, then Landlock ([`super::rules`]).
@@ -26,24 +31,29 @@
 //! the command never runs unconfined.
 
 use std::ffi::OsString;
-use std::io::IoSlice;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::{Command, ExitCode, Stdio};
 
-use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+use nix::sched::CloneFlags;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
 use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
 
-use super::spec::{Message, Net, Role, Spec};
+use super::spec::{Message, Net, Role, Spec, Stdin};
 use super::{mounts, netlink, rules};
 
 /// The control socket: the helper's standard input.
-fn control() -> BorrowedFd<'static> {
+pub(crate) fn control() -> BorrowedFd<'static> {
     // The helper never reads its standard input through `std::io::Stdin`.
     rustix::stdio::stdin()
 }
 
 /// Sends one message to the tool, with `fd` attached if given.
-fn send(message: &Message, fd: Option<BorrowedFd<'_>>) {
+pub(crate) fn send(message: &Message, fd: Option<BorrowedFd<'_>>) {
     let text = message.encode();
     let iov = [IoSlice::new(text.as_bytes())];
     let fds: Vec<BorrowedFd<'_>> = fd.into_iter().collect();
@@ -68,6 +78,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
         Ok((Role::Run, Some(spec))) => run(&spec).unwrap_or_else(refuse),
         Ok((Role::Init, Some(spec))) => init(&spec).unwrap_or_else(refuse),
         Ok((Role::Probe, _)) => super::probe::main(),
+        Ok((Role::Net, _)) => super::holder::main().unwrap_or_else(refuse),
         Ok(_) => refuse("no sandbox specification".into()),
         Err(error) => {
             eprintln!("vak-sandbox: {error}; this program is started by vak-tools' bash tool");
@@ -79,13 +90,19 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 /// Enters new user, mount, network and PID namespaces, mapping the user as described in the
 /// module docs.
 pub(crate) fn enter_namespaces() -> Result<(), String> {
-    use nix::sched::CloneFlags;
+    enter(
+        CloneFlags::CLONE_NEWUSER
+            | CloneFlags::CLONE_NEWNS
+            | CloneFlags::CLONE_NEWNET
+            | CloneFlags::CLONE_NEWPID,
+    )
+}
+
+/// Enters the new namespaces of `flags` (a user namespace among them), mapping the user: root
+/// keeps every id, anyone else their own uid and gid (and the capabilities init needs).
+pub(crate) fn enter(flags: CloneFlags) -> Result<(), String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    let flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWNET
-        | CloneFlags::CLONE_NEWPID;
     nix::sched::unshare(flags).map_err(|error| format!("creating namespaces: {error}"))?;
     let write = |file: &str, text: &str| {
         std::fs::write(file, text).map_err(|error| format!("writing {file}: {error}"))
@@ -100,6 +117,98 @@ pub(crate) fn enter_namespaces() -> Result<(), String> {
         keep_admin_capabilities_across_exec()?;
     }
     Ok(())
+}
+
+/// Joins the user and network namespaces of the session's holder, the process `pid` that
+/// started at `start` (clock ticks after boot), then enters new mount and PID namespaces.
+///
+/// The namespace files are opened first and the holder's start time is checked after: if the
+/// holder had died and its pid been reused, the check fails, so the files never belong to
+/// another process.
+fn join(pid: i32, start: u64) -> Result<(), String> {
+    let open = |kind: &str| {
+        std::fs::File::open(format!("/proc/{pid}/ns/{kind}"))
+            .map_err(|error| format!("opening the session's {kind} namespace: {error}"))
+    };
+    let user = open("user")?;
+    let net = open("net")?;
+    let alive =
+        crate::procs::read_stat(pid).is_some_and(|stat| stat.start == start && !stat.ended());
+    if !alive {
+        return Err("the session's network holder has ended; call again".into());
+    }
+    nix::sched::setns(&user, CloneFlags::CLONE_NEWUSER)
+        .map_err(|error| format!("joining the session's user namespace: {error}"))?;
+    nix::sched::setns(&net, CloneFlags::CLONE_NEWNET)
+        .map_err(|error| format!("joining the session's network namespace: {error}"))?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID)
+        .map_err(|error| format!("creating namespaces: {error}"))?;
+    if rustix::process::getuid().as_raw() != 0 {
+        keep_admin_capabilities_across_exec()?;
+    }
+    Ok(())
+}
+
+/// Messages the tool sends on the control socket, read with blocking calls.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    /// Bytes received and not yet a whole line.
+    pending: Vec<u8>,
+    /// Descriptors received and not yet claimed by a message.
+    fds: Vec<OwnedFd>,
+}
+
+impl Inbox {
+    /// The next message, with the first descriptor not yet claimed if one came; `None` once
+    /// the tool has closed its end.
+    pub(crate) fn next(&mut self) -> Result<Option<(Message, Option<OwnedFd>)>, String> {
+        loop {
+            if let Some(at) = self.pending.iter().position(|&byte| byte == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=at).collect();
+                let text = String::from_utf8_lossy(&line[..at]).into_owned();
+                let Some(message) = Message::decode(&text) else {
+                    continue;
+                };
+                let fd = (!self.fds.is_empty()).then(|| self.fds.remove(0));
+                return Ok(Some((message, fd)));
+            }
+            let mut bytes = [0u8; 1024];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+            let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+            let received = match rustix::net::recvmsg(
+                control(),
+                &mut [IoSliceMut::new(&mut bytes)],
+                &mut ancillary,
+                RecvFlags::CMSG_CLOEXEC,
+            ) {
+                Ok(received) => received,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(error) => return Err(format!("reading the control socket: {error}")),
+            };
+            for message in ancillary.drain() {
+                if let RecvAncillaryMessage::ScmRights(fds) = message {
+                    self.fds.extend(fds);
+                }
+            }
+            if received.bytes == 0 {
+                return Ok(None);
+            }
+            self.pending
+                .extend_from_slice(bytes.get(..received.bytes).unwrap_or_default());
+        }
+    }
+}
+
+/// Waits for the tool to hand over the shell's standard input.
+fn receive_stdin() -> Result<OwnedFd, String> {
+    let mut inbox = Inbox::default();
+    loop {
+        match inbox.next()? {
+            Some((Message::Stdin, Some(fd))) => return Ok(fd),
+            Some(_) => {}
+            None => return Err("the tool closed the control socket before sending stdin".into()),
+        }
+    }
 }
 
 /// A user other than root loses its capabilities in the new namespace when it runs a program;
@@ -132,7 +241,10 @@ fn release_output() {
 }
 
 fn run(spec: &Spec) -> Result<ExitCode, String> {
-    enter_namespaces()?;
+    match spec.join {
+        Some((pid, start)) => join(pid, start)?,
+        None => enter_namespaces()?,
+    }
     let exe = std::env::current_exe().map_err(|error| format!("finding the helper: {error}"))?;
     #[allow(
         clippy::disallowed_methods,
@@ -157,7 +269,8 @@ fn run(spec: &Spec) -> Result<ExitCode, String> {
     loop {
         use rustix::event::{PollFd, PollFlags};
         let mut ready = [
-            PollFd::new(&socket, PollFlags::IN | PollFlags::RDHUP),
+            // A hang-up only: the data on the socket is init's to read.
+            PollFd::new(&socket, PollFlags::RDHUP),
             PollFd::new(&pidfd, PollFlags::IN),
         ];
         match rustix::event::poll(&mut ready, None) {
@@ -171,16 +284,10 @@ fn run(spec: &Spec) -> Result<ExitCode, String> {
             return Ok(ExitCode::SUCCESS);
         }
         if control_ready {
-            let mut byte = [0u8; 64];
-            match rustix::net::recv(control(), &mut byte, rustix::net::RecvFlags::DONTWAIT) {
-                Ok((0, _)) | Err(_) => {
-                    // The tool is done with the call, or gone: end everything.
-                    let _ = init.kill();
-                    let _ = init.wait();
-                    return Ok(ExitCode::SUCCESS);
-                }
-                Ok(_) => {}
-            }
+            // The tool is done with the call, or gone: end everything.
+            let _ = init.kill();
+            let _ = init.wait();
+            return Ok(ExitCode::SUCCESS);
         }
     }
 }
@@ -189,6 +296,14 @@ fn init(spec: &Spec) -> Result<ExitCode, String> {
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
         .map_err(|error| format!("parent-death signal: {error}"))?;
     rustix::process::setsid().map_err(|error| format!("new session: {error}"))?;
+    let stdin = match spec.stdin {
+        Stdin::Null => None,
+        Stdin::Pipe | Stdin::Tty => Some(receive_stdin()?),
+    };
+    if let (Stdin::Tty, Some(terminal)) = (spec.stdin, &stdin) {
+        rustix::process::ioctl_tiocsctty(terminal)
+            .map_err(|error| format!("taking the terminal: {error}"))?;
+    }
     mounts::prepare(&spec.write, &spec.protect)?;
     netlink::loopback_up()?;
     let mut proxy_port = None;
@@ -213,7 +328,25 @@ fn init(spec: &Spec) -> Result<ExitCode, String> {
         reason = "vak-tool-bash starts processes: here, the command's shell"
     )]
     let mut shell = Command::new(program);
-    shell.args(args).current_dir(&spec.cwd).stdin(Stdio::null());
+    shell.args(args).current_dir(&spec.cwd);
+    match (spec.stdin, stdin) {
+        (Stdin::Tty, Some(terminal)) => {
+            let clone = |fd: &OwnedFd| {
+                fd.try_clone()
+                    .map_err(|error| format!("sharing the terminal: {error}"))
+            };
+            shell
+                .stdout(Stdio::from(clone(&terminal)?))
+                .stderr(Stdio::from(clone(&terminal)?))
+                .stdin(Stdio::from(terminal));
+        }
+        (_, Some(pipe)) => {
+            shell.stdin(Stdio::from(pipe));
+        }
+        (_, None) => {
+            shell.stdin(Stdio::null());
+        }
+    }
     if let Some(port) = proxy_port {
         let url = format!("http://127.0.0.1:{port}");
         for name in [

@@ -1,17 +1,20 @@
 //! The sandbox of `bash` outside `full-access`, run by a re-executed helper.
 //!
 //! See the crate docs for the design and `docs/sandbox.md` for the threat model. This module
-//! holds both sides: the helper's processes ([`helper_main`]; `helper`, `mounts`, `netlink`,
-//! `rules`, `probe`) and what the tool does to start one and talk to it (`launch`, `discover`).
+//! holds both sides: the helper's processes ([`helper_main`]; `helper`, `holder`, `mounts`,
+//! `netlink`, `rules`, `probe`) and what the tool does to start one and talk to it (`control`,
+//! `discover`, `session`).
 
 pub(crate) mod control;
 mod discover;
 mod helper;
+mod holder;
 mod mounts;
 mod netlink;
 mod notes;
 mod probe;
 mod rules;
+pub(crate) mod session;
 mod spec;
 
 use std::ffi::OsString;
@@ -25,7 +28,7 @@ use vak_tool_net::proxy::Dialer;
 pub(crate) use control::Control;
 pub(crate) use discover::find_helper;
 pub use spec::HELPER_ARG;
-pub(crate) use spec::{Net, Role, Spec};
+pub(crate) use spec::{Message, Net, Role, Spec, Stdin};
 
 use crate::error::BashError;
 use crate::settings::{BashSettings, Network};
@@ -126,6 +129,8 @@ impl Policy {
             helper,
             spec: Spec {
                 net,
+                stdin: Stdin::Null,
+                join: None,
                 write,
                 protect,
                 cwd: real(cwd),
@@ -138,6 +143,15 @@ impl Policy {
 }
 
 impl Plan {
+    /// Makes the command join the session's network (its holder's user and network
+    /// namespaces), and its proxy reach the session's loopback before asking the guard.
+    pub(crate) fn join(&mut self, holder: &Arc<session::Holder>) {
+        self.spec.join = Some((holder.proc.pid, holder.proc.start));
+        self.dialer = self.dialer.take().map(|guard| {
+            Arc::new(session::SessionDialer::new(guard, Arc::clone(holder))) as Arc<dyn Dialer>
+        });
+    }
+
     /// The dialer the proxy uses, in the guarded network mode.
     pub(crate) fn dialer(&self) -> Option<Arc<dyn Dialer>> {
         self.dialer.clone()

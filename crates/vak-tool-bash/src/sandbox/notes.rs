@@ -188,13 +188,15 @@ fn real(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::{Net, Spec};
+    use crate::sandbox::{Net, Spec, Stdin};
 
     fn plan(mode: PermissionMode) -> Plan {
         Plan {
             helper: PathBuf::from("/bin/true"),
             spec: Spec {
                 net: Net::None,
+                stdin: Stdin::Null,
+                join: None,
                 write: vec!["/w".into(), "/w/.vak/scratch/a".into()],
                 protect: vec!["/w/.vak".into()],
                 cwd: "/w/src".into(),

@@ -1,10 +1,16 @@
 //! What the tool asks of the helper, as the helper's command line, and the messages the helper
 //! sends back on its control socket.
 //!
-//! The command line is `HELPER __vak-sandbox ROLE [--net none|guarded] [--write DIR]…
-//! [--protect DIR]… --cwd DIR -- PROGRAM ARG…`: plain arguments rather than one encoded blob,
-//! so a command line as long as the kernel allows for one argument still fits, and paths need
-//! not be UTF-8.
+//! The command line is `HELPER __vak-sandbox ROLE [--net none|guarded] [--stdin
+//! null|pipe|tty] [--join PID:START] [--write DIR]… [--protect DIR]… --cwd DIR -- PROGRAM
+//! ARG…`: plain arguments rather than one encoded blob, so a command line as long as the
+//! kernel allows for one argument still fits, and paths need not be UTF-8. The session's
+//! network holder is `HELPER __vak-sandbox net`, with no more arguments.
+//!
+//! Messages go both ways on the control socket, one line each, a descriptor attached to some:
+//! the helper reports (`init`, `proxy`, `exit`, `signal`, `error`; the holder `ready`,
+//! `dialed`, `nodial`), the tool hands over the shell's standard input (`stdin`) and asks the
+//! holder to connect on the session's loopback (`dial`).
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -22,10 +28,36 @@ pub(crate) enum Net {
     Guarded,
 }
 
+/// What the shell's standard input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stdin {
+    /// `/dev/null`: a foreground call.
+    Null,
+    /// A pipe whose reading end the tool sends (a `stdin` message): a background job.
+    Pipe,
+    /// A pseudo-terminal whose terminal side the tool sends (a `stdin` message): it becomes
+    /// the controlling terminal and the shell's standard input, output and error.
+    Tty,
+}
+
+impl Stdin {
+    fn name(self) -> &'static str {
+        match self {
+            Stdin::Null => "null",
+            Stdin::Pipe => "pipe",
+            Stdin::Tty => "tty",
+        }
+    }
+}
+
 /// What one sandboxed command runs under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Spec {
     pub(crate) net: Net,
+    pub(crate) stdin: Stdin,
+    /// The session's network holder (pid and start time, as the tool sees it), whose user and
+    /// network namespaces the command joins instead of making its own.
+    pub(crate) join: Option<(i32, u64)>,
     /// Folders (real paths) below which the command may write.
     pub(crate) write: Vec<PathBuf>,
     /// Folders inside a writable one that stay read-only (`<workspace>/.vak`), except for the
@@ -45,6 +77,9 @@ pub(crate) enum Role {
     Init,
     /// `vak-tools doctor`: says what this machine supports.
     Probe,
+    /// The session's network holder: makes the user and network namespaces that the session's
+    /// commands join, and connects on their loopback for the proxy.
+    Net,
 }
 
 impl Role {
@@ -53,6 +88,7 @@ impl Role {
             Role::Run => "run",
             Role::Init => "init",
             Role::Probe => "probe",
+            Role::Net => "net",
         }
     }
 }
@@ -69,6 +105,12 @@ impl Spec {
             }
             .into(),
         );
+        args.push("--stdin".into());
+        args.push(self.stdin.name().into());
+        if let Some((pid, start)) = self.join {
+            args.push("--join".into());
+            args.push(format!("{pid}:{start}").into());
+        }
         for dir in &self.write {
             args.push("--write".into());
             args.push(dir.into());
@@ -94,10 +136,13 @@ impl Spec {
             Some("run") => Role::Run,
             Some("init") => Role::Init,
             Some("probe") => return Ok((Role::Probe, None)),
+            Some("net") => return Ok((Role::Net, None)),
             other => return Err(format!("unknown role {other:?}")),
         };
         let mut spec = Spec {
             net: Net::None,
+            stdin: Stdin::Null,
+            join: None,
             write: Vec::new(),
             protect: Vec::new(),
             cwd: PathBuf::from("/"),
@@ -118,6 +163,21 @@ impl Spec {
                         _ => return Err(format!("unknown network {value:?}")),
                     }
                 }
+                "--stdin" => {
+                    spec.stdin = match value.to_str() {
+                        Some("null") => Stdin::Null,
+                        Some("pipe") => Stdin::Pipe,
+                        Some("tty") => Stdin::Tty,
+                        _ => return Err(format!("unknown standard input {value:?}")),
+                    }
+                }
+                "--join" => {
+                    let parsed = value
+                        .to_str()
+                        .and_then(|text| text.split_once(':'))
+                        .and_then(|(pid, start)| Some((pid.parse().ok()?, start.parse().ok()?)));
+                    spec.join = Some(parsed.ok_or_else(|| format!("bad --join {value:?}"))?);
+                }
                 "--write" => spec.write.push(value.into()),
                 "--protect" => spec.protect.push(value.into()),
                 "--cwd" => spec.cwd = value.into(),
@@ -131,7 +191,7 @@ impl Spec {
     }
 }
 
-/// A message from the helper to the tool: one line on the control socket.
+/// A message on the control socket: one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Message {
     /// The init process was started; its pid as the tool sees it.
@@ -144,6 +204,17 @@ pub(crate) enum Message {
     Signal(i32),
     /// The sandbox could not be set up; the shell did not run.
     Error(String),
+    /// Tool to helper: the shell's standard input (a pipe's reading end or a terminal) is
+    /// attached.
+    Stdin,
+    /// Holder to tool: the namespaces exist and loopback is up.
+    Ready,
+    /// Tool to holder: connect to this loopback address and port.
+    Dial(std::net::IpAddr, u16),
+    /// Holder to tool: connected; the socket is attached.
+    Dialed,
+    /// Holder to tool: the connection failed, for this reason.
+    NoDial(String),
 }
 
 impl Message {
@@ -155,6 +226,11 @@ impl Message {
             Message::Exit(code) => format!("exit {code}\n"),
             Message::Signal(number) => format!("signal {number}\n"),
             Message::Error(text) => format!("error {}\n", text.replace('\n', " ")),
+            Message::Stdin => "stdin -\n".to_owned(),
+            Message::Ready => "ready -\n".to_owned(),
+            Message::Dial(ip, port) => format!("dial {ip} {port}\n"),
+            Message::Dialed => "dialed -\n".to_owned(),
+            Message::NoDial(text) => format!("nodial {}\n", text.replace('\n', " ")),
         }
     }
 
@@ -167,6 +243,14 @@ impl Message {
             "exit" => Message::Exit(rest.parse().ok()?),
             "signal" => Message::Signal(rest.parse().ok()?),
             "error" => Message::Error(rest.to_owned()),
+            "stdin" => Message::Stdin,
+            "ready" => Message::Ready,
+            "dial" => {
+                let (ip, port) = rest.split_once(' ')?;
+                Message::Dial(ip.parse().ok()?, port.parse().ok()?)
+            }
+            "dialed" => Message::Dialed,
+            "nodial" => Message::NoDial(rest.to_owned()),
             _ => return None,
         })
     }
@@ -180,6 +264,8 @@ mod tests {
     fn specs_round_trip() {
         let spec = Spec {
             net: Net::Guarded,
+            stdin: Stdin::Tty,
+            join: Some((4242, 987_654)),
             write: vec!["/w".into(), "/w/.vak/scratch/a b".into()],
             protect: vec!["/w/.vak".into()],
             cwd: "/w/sub".into(),
@@ -193,6 +279,17 @@ mod tests {
             let args = spec.to_args(role);
             assert_eq!(Spec::parse(&args).unwrap(), (role, Some(spec.clone())));
         }
+        let plain = Spec {
+            stdin: Stdin::Null,
+            join: None,
+            ..spec.clone()
+        };
+        assert_eq!(
+            Spec::parse(&plain.to_args(Role::Run)).unwrap(),
+            (Role::Run, Some(plain))
+        );
+        let net: Vec<OsString> = vec![HELPER_ARG.into(), "net".into()];
+        assert_eq!(Spec::parse(&net).unwrap(), (Role::Net, None));
         let probe: Vec<OsString> = vec![HELPER_ARG.into(), "probe".into()];
         assert_eq!(Spec::parse(&probe).unwrap(), (Role::Probe, None));
         for bad in [
@@ -201,6 +298,9 @@ mod tests {
             vec![HELPER_ARG, "run", "--net"],
             vec![HELPER_ARG, "run", "--net", "open", "--", "sh"],
             vec![HELPER_ARG, "run", "--cwd", "/"],
+            vec![HELPER_ARG, "run", "--stdin", "socket", "--", "sh"],
+            vec![HELPER_ARG, "run", "--join", "12", "--", "sh"],
+            vec![HELPER_ARG, "run", "--join", "a:b", "--", "sh"],
         ] {
             let bad: Vec<OsString> = bad.into_iter().map(OsString::from).collect();
             assert!(Spec::parse(&bad).is_err(), "{bad:?}");
@@ -215,6 +315,12 @@ mod tests {
             Message::Exit(-1),
             Message::Signal(9),
             Message::Error("landlock: not supported".into()),
+            Message::Stdin,
+            Message::Ready,
+            Message::Dial("127.0.0.1".parse().unwrap(), 8000),
+            Message::Dial("::1".parse().unwrap(), 443),
+            Message::Dialed,
+            Message::NoDial("Connection refused (os error 111)".into()),
         ] {
             let line = message.encode();
             assert_eq!(line.matches('\n').count(), 1);
