@@ -15,6 +15,7 @@ mod ledger;
 mod mcp;
 
 use clap::{Args, Parser, Subcommand};
+use vak_tools::core::Dialect;
 use vak_tools::{
     Config, Content, PermissionMode, Registry, ToolContext, ToolOutput, posture, registry,
 };
@@ -34,6 +35,11 @@ enum Command {
         /// Print the specs (name, description, input schema, capabilities, posture) as JSON.
         #[arg(long)]
         json: bool,
+        /// With `--json`: each input schema in this model API's dialect: `anthropic` (the
+        /// default: JSON Schema 2020-12, also what MCP serves), `openai` (strict function
+        /// calling) or `gemini` (function declarations, an OpenAPI 3.0 subset).
+        #[arg(long, value_name = "DIALECT", requires = "json", value_parser = parse_dialect)]
+        dialect: Option<Dialect>,
         #[command(flatten)]
         place: Place,
     },
@@ -142,11 +148,16 @@ fn to_stdout(
 
 async fn run(cli: Cli) -> Result<ExitCode, Usage> {
     match cli.command {
-        Command::List { json, place } => {
+        Command::List {
+            json,
+            dialect,
+            place,
+        } => {
             let (config, _workspace) = load(&place)?;
             let tools = registry(&config);
             let mode = config.permissions.mode;
-            to_stdout(|out| list(out, &tools, mode, json))?;
+            let format = json.then(|| dialect.unwrap_or_default());
+            to_stdout(|out| list(out, &tools, mode, format))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call {
@@ -310,30 +321,42 @@ fn print_output(out: &mut impl Write, output: &ToolOutput, json: bool) -> std::i
     Ok(())
 }
 
+/// The dialect named on the command line; the error names the three there are.
+fn parse_dialect(name: &str) -> Result<Dialect, String> {
+    Dialect::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = Dialect::ALL.iter().map(|dialect| dialect.name()).collect();
+        format!(
+            "unknown dialect `{name}`; the dialects are: {}",
+            names.join(", ")
+        )
+    })
+}
+
 #[derive(serde::Serialize)]
 struct ListedTool<'a> {
     name: &'a str,
     description: &'a str,
-    input_schema: &'a serde_json::Value,
+    input_schema: serde_json::Value,
     capabilities: &'a [vak_tools::Capability],
     floor: bool,
     posture: vak_tools::Posture,
 }
 
+/// Prints the tools: as JSON with each schema in `json`'s dialect, or one line per tool.
 fn list(
     out: &mut impl Write,
     tools: &Registry,
     mode: PermissionMode,
-    json: bool,
+    json: Option<Dialect>,
 ) -> std::io::Result<()> {
-    if json {
+    if let Some(dialect) = json {
         let listed: Vec<_> = tools
             .specs()
             .into_iter()
             .map(|spec| ListedTool {
                 name: &spec.name,
                 description: &spec.description,
-                input_schema: &spec.input_schema,
+                input_schema: spec.input_schema_for(dialect),
                 capabilities: &spec.capabilities,
                 floor: spec.floor,
                 posture: posture(spec, mode),

@@ -43,6 +43,76 @@ fn list_json_is_the_specs() {
     assert_eq!(webfetch["posture"], "ask");
 }
 
+/// The specs `list --json` prints with these extra arguments.
+fn listed(dir: &std::path::Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["list", "--json"];
+    args.extend_from_slice(extra);
+    let output = run(dir, &args, None);
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    serde_json::from_slice::<serde_json::Value>(&output.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn list_json_gives_each_schema_in_the_dialect_asked_for() {
+    use vak_tools::core::{Dialect, violations};
+
+    let dir = tempfile::tempdir().unwrap();
+    let default = listed(dir.path(), &[]);
+    for dialect in Dialect::ALL {
+        let specs = listed(dir.path(), &["--dialect", dialect.name()]);
+        assert_eq!(specs.len(), default.len(), "{}", dialect.name());
+        for (spec, plain) in specs.iter().zip(&default) {
+            assert_eq!(spec["name"], plain["name"]);
+            assert_eq!(spec["description"], plain["description"]);
+            let schema = &spec["input_schema"];
+            assert_eq!(
+                violations(schema, dialect),
+                Vec::<String>::new(),
+                "{} in {}: {schema}",
+                spec["name"],
+                dialect.name()
+            );
+        }
+    }
+    // anthropic is the default: today's schema, unchanged.
+    assert_eq!(listed(dir.path(), &["--dialect", "anthropic"]), default);
+    // The others are not: `read`'s optional `offset` is required and nullable for OpenAI, and
+    // Gemini has no `$schema`.
+    let read = |specs: &[serde_json::Value]| {
+        specs
+            .iter()
+            .find(|spec| spec["name"] == "read")
+            .unwrap()
+            .clone()
+    };
+    let openai = read(&listed(dir.path(), &["--dialect", "openai"]));
+    let required = openai["input_schema"]["required"].as_array().unwrap();
+    assert!(required.contains(&serde_json::json!("offset")), "{openai}");
+    let gemini = read(&listed(dir.path(), &["--dialect", "gemini"]));
+    assert!(gemini["input_schema"].get("$schema").is_none(), "{gemini}");
+    assert!(read(&default)["input_schema"].get("$schema").is_some());
+}
+
+#[test]
+fn an_unknown_dialect_is_a_usage_error_naming_the_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["list", "--json", "--dialect", "claude"], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+    let error = stderr(&output);
+    for name in ["claude", "anthropic", "openai", "gemini"] {
+        assert!(error.contains(name), "{name}: {error}");
+    }
+    // The dialect is of the JSON output: without --json it is a usage error too.
+    let output = run(dir.path(), &["list", "--dialect", "openai"], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--json"), "{}", stderr(&output));
+}
+
 #[test]
 fn list_plain_names_every_tool() {
     let dir = tempfile::tempdir().unwrap();
