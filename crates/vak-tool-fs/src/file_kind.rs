@@ -23,11 +23,25 @@ pub(crate) fn looks_binary(start: &[u8]) -> bool {
     if start.contains(&0) {
         return true;
     }
-    let control = start
-        .iter()
-        .filter(|&&byte| byte < 0x20 && !matches!(byte, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
-        .count();
-    control * 10 > start.len()
+    control_bytes(start) * 10 > start.len()
+}
+
+/// The control bytes in `bytes` other than tab, newline, carriage return, form feed and escape.
+/// Written so that it compiles to vector code: it runs on the start of every file `grep`
+/// searches.
+fn control_bytes(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(255)
+        .map(|chunk| {
+            // At most 255 ones per chunk: a byte counter cannot overflow.
+            let ones = chunk.iter().fold(0u8, |sum, &byte| {
+                let control = u8::from(byte < 0x20);
+                let allowed = u8::from(matches!(byte, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b));
+                sum.wrapping_add(control - allowed)
+            });
+            usize::from(ones)
+        })
+        .sum()
 }
 
 /// How a text file's bytes encode its characters.
@@ -142,7 +156,11 @@ pub(crate) fn sniff(start: &[u8]) -> Sniff {
     if start.starts_with(&[0xfe, 0xff]) {
         return Sniff::Text(Encoding::Utf16Be { bom: true });
     }
-    if let Some(encoding) = utf16_without_bom(start) {
+    // UTF-16 without a byte order mark has NUL bytes: a start without any skips that check
+    // (most files; this runs on every file `grep` searches).
+    if memchr::memchr(0, start).is_some()
+        && let Some(encoding) = utf16_without_bom(start)
+    {
         return Sniff::Text(encoding);
     }
     if looks_binary(start) {
@@ -220,7 +238,14 @@ pub(crate) fn open_text(
         Sniff::Text(encoding) => encoding,
     };
     let bom = encoding.bom_len();
-    let rest = std::io::Cursor::new(start).chain(file);
+    // A start shorter than the sniff is the whole file: the search then reads it from memory,
+    // without another read that would only find the end of the file (one system call less for
+    // most files `grep` searches).
+    let rest: Box<dyn std::io::Read + Send> = if start.len() < SNIFF_BYTES {
+        Box::new(std::io::Cursor::new(start))
+    } else {
+        Box::new(std::io::Cursor::new(start).chain(file))
+    };
     Ok(Some(match encoding.utf16() {
         None => Box::new(rest),
         Some(utf16) => {
@@ -317,6 +342,11 @@ pub(crate) fn image_kind(start: &[u8]) -> Option<ImageKind> {
     } else {
         None
     }
+}
+
+/// Whether a file is a PDF: `%PDF-` in its first kilobyte (where readers look for it).
+pub(crate) fn is_pdf(start: &[u8]) -> bool {
+    memchr::memmem::find(&start[..start.len().min(1024)], b"%PDF-").is_some()
 }
 
 /// What a path that is not a regular file is, for error messages (`socket`, `device`, …).

@@ -16,12 +16,15 @@
 mod error;
 mod image;
 mod not_found;
+mod pdf;
 mod render;
 mod scan;
 
 use std::fs;
 use std::io::{self, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -32,6 +35,7 @@ use vak_tool_core::{
 use self::error::ReadError;
 use self::image::{FitLimits, read_image};
 use self::not_found::not_found_hint;
+use self::pdf::{PageRange, PdfLimits};
 use self::render::render;
 use crate::FsSettings;
 use crate::file_kind::{self, Sniff};
@@ -55,7 +59,9 @@ fn description(settings: &FsSettings) -> String {
          continue with; a single line too long for a page is cut, with a note on how to see the \
          rest. PNG, JPEG, GIF and WebP files come back as images, checked \
          whole (a damaged one is an error) and, when larger than {side} px on a side or {sent} \
-         of base64, scaled down (files up to {image}). Binary files \
+         of base64, scaled down (files up to {image}). PDF files (up to {pdf}, {pdf_time} of work) \
+         come back as their text, page by page (`pages` picks a range such as \"3-5\"; a page \
+         without text, e.g. a scan, is said to have none). Binary files \
          are refused with their size and kind. Non-UTF-8 bytes show as U+FFFD, CRLF line endings \
          and a byte order mark are not shown (a note says they are there). The result ends with \
          a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
@@ -64,6 +70,8 @@ fn description(settings: &FsSettings) -> String {
         image = human::size(settings.image_bytes),
         side = human::grouped(u64::from(settings.image_max_side)),
         sent = human::size(settings.image_max_bytes as u64),
+        pdf = human::size(settings.pdf_bytes),
+        pdf_time = human::duration(Duration::from_millis(settings.pdf_deadline_ms)),
     )
 }
 
@@ -81,6 +89,28 @@ pub(crate) struct ReadArgs {
     /// limit that the tool's description names.
     #[schemars(range(min = 1))]
     limit: Option<i64>,
+    /// PDF files only: the pages to read, such as "3", "3-5" or "3-" (to the end). Without it,
+    /// pages are read from the first until the text fills a page of output.
+    pages: Option<Pages>,
+}
+
+/// A `pages` argument: a range as text, or one page number.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum Pages {
+    /// One page.
+    Number(i64),
+    /// `3`, `3-5` or `3-`.
+    Range(String),
+}
+
+impl Pages {
+    fn text(&self) -> String {
+        match self {
+            Self::Number(page) => page.to_string(),
+            Self::Range(range) => range.clone(),
+        }
+    }
 }
 
 /// The `read` tool.
@@ -129,6 +159,12 @@ struct Request {
     image_file_bytes: u64,
     /// What an image is fitted to.
     image: FitLimits,
+    /// The pages of a PDF asked for, and the text given.
+    pages: Option<(PageRange, String)>,
+    /// The largest PDF read.
+    pdf_bytes: u64,
+    /// The limits of a PDF's extraction.
+    pdf: PdfLimits,
 }
 
 async fn run(
@@ -146,6 +182,16 @@ async fn run(
         Some(limit) if limit >= 1 => limit as u64,
         Some(limit) => return Err(ReadError::Limit { limit }),
     };
+    let pages = match &args.pages {
+        None => None,
+        Some(pages) => {
+            let given = pages.text();
+            match PageRange::parse(&given) {
+                Some(range) => Some((range, given)),
+                None => return Err(ReadError::Pages { pages: given }),
+            }
+        }
+    };
     let path = ctx.resolve_path(&args.path)?;
     let request = Request {
         shown: ctx.display_path(&path),
@@ -158,6 +204,14 @@ async fn run(
             max_side: settings.image_max_side,
             max_base64: settings.image_max_bytes,
             decode_bytes: settings.image_decode_bytes,
+        },
+        pages,
+        pdf_bytes: settings.pdf_bytes,
+        pdf: PdfLimits {
+            stream_bytes: settings.pdf_stream_bytes,
+            deadline: Duration::from_millis(settings.pdf_deadline_ms),
+            text_bytes: settings.read_bytes,
+            text_lines: (offset - 1).saturating_add(limit),
         },
     };
     // Dropping this call (or cancelling it) stops the scan on the blocking pool.
@@ -207,6 +261,12 @@ fn read_file(
         .read_to_end(&mut start)
         .map_err(io_error)?;
 
+    if file_kind::is_pdf(&start) {
+        return read_pdf(request, start, file, meta.len(), cancel);
+    }
+    if request.pages.is_some() {
+        return Err(ReadError::PagesNotPdf { path: shown() });
+    }
     if let Some(kind) = file_kind::image_kind(&start) {
         return read_image(request, kind, start, file, meta.len());
     }
@@ -313,6 +373,80 @@ fn read_file(
         &page,
         request.page_bytes,
         encoding,
+    )))
+}
+
+/// A PDF: its text, page by page, paged like a text file.
+fn read_pdf(
+    request: &Request,
+    start: Vec<u8>,
+    mut file: fs::File,
+    bytes: u64,
+    cancel: &CancellationToken,
+) -> Result<ToolOutput, ReadError> {
+    let shown = || request.shown.clone();
+    let limit = request.pdf_bytes;
+    if bytes > limit {
+        return Err(ReadError::PdfTooLarge {
+            path: shown(),
+            bytes,
+            limit,
+        });
+    }
+    let mut data = start;
+    (&mut file)
+        .take((limit + 1).saturating_sub(data.len() as u64))
+        .read_to_end(&mut data)
+        .map_err(|source| ReadError::Io {
+            path: shown(),
+            source,
+        })?;
+    if data.len() as u64 > limit {
+        return Err(ReadError::PdfTooLarge {
+            path: shown(),
+            bytes: data.len() as u64,
+            limit,
+        });
+    }
+    let hash = crate::hash::content_hash(&data);
+    let size = data.len() as u64;
+    let extracted = pdf::extract(Arc::new(data), request.pages.clone(), request.pdf, cancel)
+        .map_err(|error| ReadError::Pdf {
+            path: shown(),
+            bytes: size,
+            error,
+        })?;
+    let page_request = scan::PageRequest {
+        offset: request.offset,
+        limit: request.limit,
+        budget: request.page_bytes,
+        chunk: CHUNK,
+        parallel_hash: false,
+        eol: b'\n',
+    };
+    let mut reader = io::Cursor::new(extracted.text.into_bytes());
+    let Some(mut page) =
+        scan::scan(&mut reader, page_request, cancel).map_err(|source| ReadError::Io {
+            path: shown(),
+            source,
+        })?
+    else {
+        return Err(ReadError::Cancelled { path: shown() });
+    };
+    page.hash = hash;
+    page.bytes = size;
+    if page.first > page.total_lines {
+        return Err(ReadError::PastEnd {
+            path: shown(),
+            offset: page.first,
+            total: page.total_lines,
+        });
+    }
+    Ok(ToolOutput::text(render(
+        &request.shown,
+        &page,
+        request.page_bytes,
+        file_kind::Encoding::Utf8,
     )))
 }
 

@@ -36,6 +36,13 @@ pub struct FsSettings {
     /// `read`: the most memory a decoded image may take, in bytes (default 268435456, 256 MiB);
     /// an image whose pixels need more is refused before it is decoded.
     pub image_decode_bytes: u64,
+    /// `read`: the largest PDF file read, in bytes (default 67108864, 64 MiB).
+    pub pdf_bytes: u64,
+    /// `read`: the most any one stream of a PDF may decompress to, in bytes (default 67108864,
+    /// 64 MiB); a larger one (a "deflate bomb") is an error.
+    pub pdf_stream_bytes: usize,
+    /// `read`: how long the text extraction of a PDF may take, in milliseconds (default 30000).
+    pub pdf_deadline_ms: u64,
     /// `write`: the largest content accepted, in bytes (default 16777216, 16 MiB).
     pub write_bytes: usize,
     /// `edit`: the largest file edited, in bytes (default 536870912, 512 MiB).
@@ -55,6 +62,9 @@ impl Default for FsSettings {
             image_max_side: 1568,
             image_max_bytes: 4 * 1024 * 1024,
             image_decode_bytes: 256 * 1024 * 1024,
+            pdf_bytes: 64 * 1024 * 1024,
+            pdf_stream_bytes: 64 * 1024 * 1024,
+            pdf_deadline_ms: 30_000,
             write_bytes: 16 * 1024 * 1024,
             edit_file_bytes: 512 * 1024 * 1024,
             glob_results: 1000,
@@ -94,6 +104,7 @@ mod tests {
             ("read", "a page also stops at 256 KiB of text"),
             ("read", "files up to 20 MiB"),
             ("read", "larger than 1,568 px on a side or 4 MiB of base64"),
+            ("read", "PDF files (up to 64 MiB, 30 s of work)"),
             ("write", "content over 16 MiB"),
             ("edit", "Files over 512 MiB"),
             ("glob", "at most 1,000 paths"),
@@ -112,6 +123,9 @@ mod tests {
             image_max_side: 800,
             image_max_bytes: 1024 * 1024,
             image_decode_bytes: 1024,
+            pdf_bytes: 1024 * 1024,
+            pdf_stream_bytes: 1024,
+            pdf_deadline_ms: 1500,
             write_bytes: 2048,
             edit_file_bytes: 64 * 1024 * 1024,
             glob_results: 25_000,

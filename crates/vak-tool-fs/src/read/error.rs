@@ -6,6 +6,7 @@ use vak_tool_core::{PathError, human};
 
 use super::DEFAULT_LIMIT;
 use super::image::Problem;
+use super::pdf::PdfError;
 use crate::file_kind::{Encoding, ImageKind};
 
 /// Why a read failed. Each message says what to do instead.
@@ -115,6 +116,53 @@ pub(crate) enum ReadError {
         /// What is wrong.
         problem: Problem,
     },
+    /// `pages` does not parse.
+    #[error(
+        "pages={pages:?} is not a page range: give one page (\"3\"), a range (\"3-5\") or a \
+         first page to the end (\"3-\"), counting from 1."
+    )]
+    Pages {
+        /// The value given.
+        pages: String,
+    },
+    /// `pages` for a file that is not a PDF.
+    #[error(
+        "`{path}` is not a PDF, so `pages` does not apply: leave it out and use `offset` and \
+         `limit` to page through the lines."
+    )]
+    PagesNotPdf {
+        /// The path as shown.
+        path: String,
+    },
+    /// A PDF over the PDF limit.
+    #[error(
+        "`{path}` is a PDF of {size}, over the {limit} limit for PDF files. Extract its text \
+         with `bash` instead (for example `pdftotext -f 1 -l 5 '{path}' -`).",
+        size = human::size(*bytes),
+        limit = human::size(*limit)
+    )]
+    PdfTooLarge {
+        /// The path as shown.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The PDF's text could not be extracted.
+    #[error(
+        "`{path}` is a PDF ({size}), but {error}. {hint}",
+        size = human::size(*bytes),
+        hint = pdf_hint(error)
+    )]
+    Pdf {
+        /// The path as shown.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// What went wrong.
+        error: PdfError,
+    },
     /// `offset` after the last line.
     #[error(
         "offset={offset} is past the end of `{path}`, which has {lines}. Call read again with \
@@ -198,5 +246,21 @@ fn nul_note(nul: Option<(u64, Encoding)>) -> String {
             format!(", with a NUL byte at offset {}", human::grouped(at))
         }
         Some((_, encoding)) => format!(", {} with a NUL character", encoding.describe()),
+    }
+}
+
+/// What to do when a PDF's text cannot be extracted.
+fn pdf_hint(error: &PdfError) -> &'static str {
+    match error {
+        PdfError::NoSuchPages { .. } => "Call read again with such a range.",
+        PdfError::Deadline(_) => {
+            "Ask for fewer pages at a time (`pages`, such as \"1-5\"), or extract the text with \
+             `bash` (`pdftotext`)."
+        }
+        PdfError::Cancelled => "Nothing was read.",
+        PdfError::Encrypted => "Decrypt it with `bash` first (for example `qpdf --decrypt`).",
+        PdfError::Unreadable(_) | PdfError::Panicked(_) => {
+            "It may be damaged; try `bash` tools (`pdftotext`, `qpdf --check`) on it."
+        }
     }
 }

@@ -6,5 +6,6 @@ mod fidelity;
 mod glob;
 mod grep;
 mod image;
+mod pdf;
 mod read;
 mod write;
