@@ -1,5 +1,6 @@
 //! The `bash` tool: runs a shell command for an agent and always comes back, with every byte
-//! the command wrote before it ended and with no process of it left running.
+//! the command wrote before it ended and with no process of it left running; outside
+//! `full-access`, inside a sandbox that the kernel enforces.
 //!
 //! ```
 //! use serde_json::json;
@@ -24,38 +25,90 @@
 //!
 //! The tool needs a Tokio runtime with its I/O and time drivers enabled (`enable_all`).
 //!
+//! # The sandbox of each permission mode
+//!
+//! [`register`] takes the permission mode (`[permissions] mode`). The threat model, what the
+//! sandbox does not cover and the macOS plan are in `docs/sandbox.md`; in short (Linux):
+//!
+//! - **`full-access`**: no sandbox. The shell is started directly, as described below.
+//! - **`workspace-write`** (the default mode): the command may write only below the
+//!   workspace (its real path, symbolic links resolved), its scratch folder (`$TMPDIR`) and
+//!   harmless devices (`/dev/null`, `/dev/tty`, …); `<workspace>/.vak` (configuration,
+//!   commitments store) stays read-only. A refused write fails inside the command (`EACCES`,
+//!   `EROFS`, `EXDEV`); when the command fails on one, the result adds a `note:` naming it.
+//! - **`read-only`**: the same, but the scratch folder is the only writable place.
+//!
+//! Both sandboxed modes run the command in new user, mount, network and PID namespaces, with
+//! every mount outside the writable folders read-only (so `chmod`, `chown` and times cannot
+//! change either) and Landlock rules on top (ABI 3 or newer required). No `unsafe` is involved:
+//! the workspace's one `unsafe` block is the `setsid` of the `full-access` spawn.
+//!
+//! **The helper.** A multi-threaded process cannot enter new namespaces, so the tool starts a
+//! helper ([`sandbox::helper_main`]): the `vak-sandbox` binary of this crate, or `vak-tools`
+//! itself, which embeds it behind the hidden first argument [`sandbox::HELPER_ARG`] and names
+//! itself as the helper. It is found through [`BashSettings::sandbox_helper`] when set, else as
+//! `vak-sandbox` next to the running program, in the folder above it (cargo's test layout),
+//! then on `PATH`. The helper's first process enters the namespaces and starts init, process 1
+//! of the new PID namespace, which mounts, seals itself with Landlock and runs
+//! `SHELL -c COMMAND`. Both report to the tool on a Unix socket (the helper's standard input):
+//! init's pid, the proxy's listener, the shell's exit, or why the sandbox could not be set up.
+//! [`sandbox::doctor`] says what the machine supports (`vak-tools doctor` prints it).
+//!
+//! **The network** ([`BashSettings::network`]). The namespace has only loopback.
+//! [`Network::Guarded`] (the default): init opens a listener on `127.0.0.1` inside it and hands
+//! it to the tool, which serves `vak_tool_net::proxy` there, every request judged by the SSRF
+//! guard and `[net] allow` exactly like a `webfetch` call; `HTTP_PROXY`, `HTTPS_PROXY`,
+//! `ALL_PROXY` and their lower-case forms point at it and `NO_PROXY` is removed, so `curl`,
+//! `pip`, `cargo` and `git` work. A refusal is a `403` whose body gives the guard's reason, and
+//! the result notes it. [`Network::None`]: loopback only.
+//!
+//! **Fail closed.** No helper, namespaces refused, Landlock missing or too old, any setup step
+//! failing before the shell starts: the call is an error result that names the mode, the
+//! reason, `vak-tools doctor` and `full-access`. The command never runs unconfined.
+//!
+//! # The environment
+//!
+//! In every mode the command sees the context's environment filtered by [`EnvPolicy`]
+//! (`[bash.env]`): `inherit` all (default), core or none; names matching
+//! [`DEFAULT_EXCLUDES`] (`*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, …) dropped unless
+//! `ignore_default_excludes`; then `exclude`, `set` and `include_only`. On top come a
+//! non-interactive set (`TERM=dumb`, `NO_COLOR=1`, `PAGER=cat`, `GIT_PAGER=cat`,
+//! `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`, `DEBIAN_FRONTEND=noninteractive`,
+//! `CI=1`), `TMPDIR` set to the agent's scratch folder, `VAK_CALL_ID` tagging every process of
+//! the call, and the proxy variables above.
+//!
 //! # Design
 //!
 //! **Spawn.** `SHELL -c COMMAND` (the shell is [`BashSettings::shell`], `/bin/bash` by default)
-//! with stdin from `/dev/null`, in the context's folder or the `cwd` argument, with the
-//! context's environment plus a non-interactive set (`TERM=dumb`, `NO_COLOR=1`, `PAGER=cat`,
-//! `GIT_PAGER=cat`, `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`,
-//! `DEBIAN_FRONTEND=noninteractive`, `CI=1`), `TMPDIR` set to the agent's scratch folder, and
-//! `VAK_CALL_ID` tagging every process of the call. The child calls `setsid()` before `exec`:
-//! the shell leads a new session and process group and has no controlling terminal, so a
-//! program that opens `/dev/tty` to prompt fails at once. That `pre_exec` hook is the
-//! workspace's single `unsafe` block: `process_group(0)` is safe but keeps the caller's
-//! terminal (a read from it stops the process until the timeout), and std's `setsid` is not
-//! stable yet.
+//! with stdin from `/dev/null`, in the context's folder or the `cwd` argument. The shell leads
+//! a new session and process group and has no controlling terminal, so a program that opens
+//! `/dev/tty` to prompt fails at once. In the sandbox, init calls `setsid()`; in `full-access`
+//! the child calls it before `exec`, in a `pre_exec` hook that is the workspace's single
+//! `unsafe` block: `process_group(0)` is safe but keeps the caller's terminal (a read from it
+//! stops the process until the timeout), and std's `setsid` is not stable yet.
 //!
-//! **The tree.** A call's processes are the shell's session and group, every process whose
-//! environment carries the call's id (a `setsid`'d grandchild, a double-forked daemon
-//! re-parented to init), and the descendants of any of them, all found by scanning `/proc`:
-//! no cgroup, no subreaper, nothing that changes the host process. The shell is reaped only
-//! after its tree is stopped, so its pid (the session id) cannot be reused meanwhile, and each
-//! signal goes through a pidfd checked against the process's start time. A process that both
-//! scrubs its environment and leaves the session after its parent died cannot be found this
-//! way; only a cgroup could. It cannot hold the call past its bound either, and once the call
-//! closes the pipes its next write to them kills it with SIGPIPE. The scan needs Linux's
-//! `/proc`; one costs about 15 µs per process on the host.
+//! **Containment.** In the sandbox, a call's processes are those of its PID namespace: none can
+//! leave it, and they see only each other in `/proc`. Once the tool has stopped them (below),
+//! it closes its end of the socket; the helper then kills init, and the kernel ends every
+//! process left in the namespace with it. If the tool's process dies, even by SIGKILL, the
+//! socket closes and the same happens. In `full-access` a call's processes are the shell's
+//! session and group, every process whose environment carries the call's id (a `setsid`'d
+//! grandchild, a double-forked daemon re-parented to init), and the descendants of any of them,
+//! all found by scanning `/proc` (about 15 µs per process): no cgroup, no subreaper, nothing that
+//! changes the host process. The shell is reaped only after its tree is stopped, so its pid
+//! (the session id) cannot be reused meanwhile, and each signal goes through a pidfd checked
+//! against the process's start time. A process that both scrubs its environment and leaves the
+//! session after its parent died escapes that scan (only the sandbox or a cgroup could hold
+//! it); it cannot hold the call past its bound, and its next write to the closed pipes kills it
+//! with SIGPIPE.
 //!
 //! **Ending.** On timeout or cancellation the tree gets SIGTERM, then SIGKILL after
 //! [`BashSettings::kill_grace_ms`]; the first line of the result says which signal ended it.
 //! When the shell exits by itself, the pipes are drained (what they hold, then more while data
 //! keeps coming within `drain_idle_ms`, at most `drain_cap_ms`), and whatever it left running
-//! is stopped the same way and listed with pid and command line. The whole call is bounded by
-//! `timeout + kill_grace_ms + drain_cap_ms`. Dropping the call's future kills the tree with
-//! SIGKILL, synchronously, from a guard's `Drop`.
+//! is stopped the same way and listed with pid (as the command saw it) and command line. The
+//! whole call is bounded by `timeout + kill_grace_ms + drain_cap_ms`. Dropping the call's
+//! future kills the tree with SIGKILL, synchronously, from a guard's `Drop`.
 //!
 //! **Output.** stdout and stderr are captured apart, each keeping its first and last
 //! `stream_bytes / 2` bytes and counting the bytes and lines left out between them. The
@@ -65,7 +118,7 @@
 //! `exit code: N`, `killed by SIGSEGV (signal 11)`, `timed out after 5 s; stopped by SIGTERM`,
 //! `timed out after 5 s; killed by SIGKILL after SIGTERM grace (2 s)` or `cancelled after …`.
 //! Anything but exit code 0 is an error result; exit code 1 is shown plainly (grep and diff
-//! use it for "no match" and "differs").
+//! use it for "no match" and "differs"). Sandbox notes follow, one `note:` line each.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -328,7 +328,8 @@ fn section(label: &str, taken: &Taken) -> Option<String> {
     let body = clean(&taken.bytes);
     let body = body.strip_suffix('\n').unwrap_or(&body);
     if taken.dropped_bytes == 0 {
-        return Some(format!("--- {label} ---\n{body}"));
+        // A last line feed (a terminal's answer to Ctrl-D, say) is not worth a section.
+        return (!body.trim().is_empty()).then(|| format!("--- {label} ---\n{body}"));
     }
     Some(format!(
         "--- {label}: {} bytes ({}) were dropped unread before this, as the job wrote faster \

@@ -149,6 +149,8 @@ pub(crate) struct Control {
     pub(crate) end: Option<ShellEnd>,
     /// Why the sandbox could not be set up, if it could not.
     pub(crate) refusal: Option<String>,
+    /// Whether init said that the shell left no process behind.
+    pub(crate) alone: bool,
     proxy: Option<Proxy>,
 }
 
@@ -165,6 +167,7 @@ impl Control {
             init: None,
             end: None,
             refusal: None,
+            alone: false,
             proxy: None,
         })
     }
@@ -201,6 +204,7 @@ impl Control {
             Message::Init(pid) => self.init = Some(pid),
             Message::Exit(code) => self.end = Some(ShellEnd::Code(code)),
             Message::Signal(number) => self.end = Some(ShellEnd::Signal(number)),
+            Message::Alone => self.alone = true,
             Message::Error(reason) => self.refusal = Some(reason),
             Message::Proxy(_port) => {
                 if let (Some(fd), Some(dialer)) = (fd, &self.dialer) {

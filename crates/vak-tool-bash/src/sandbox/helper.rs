@@ -41,7 +41,7 @@ use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
 };
-use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitOptions};
 
 use super::spec::{Message, Net, Role, Spec, Stdin};
 use super::{mounts, netlink, rules};
@@ -371,6 +371,18 @@ fn init(spec: &Spec) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether init has no child left, not even one that ended and is not reaped yet. Every process
+/// of the namespace descends from init, and the shell's children become init's before the
+/// shell can be reaped: with none left, init's reaping loop below ends at once, and the kernel
+/// ends the namespace with it.
+fn no_child_left() -> bool {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    matches!(
+        rustix::process::waitid(WaitId::All, options),
+        Err(rustix::io::Errno::CHILD)
+    )
+}
+
 /// Reaps every child and orphan of the namespace, reporting the shell's end, until none is
 /// left.
 fn reap(shell: i32) {
@@ -382,6 +394,9 @@ fn reap(shell: i32) {
                     (None, Some(signal)) => Message::Signal(signal),
                     (None, None) => continue,
                 };
+                if no_child_left() {
+                    send(&Message::Alone, None);
+                }
                 send(&message, None);
             }
             Ok(_) | Err(rustix::io::Errno::INTR) => {}

@@ -202,6 +202,10 @@ pub(crate) enum Message {
     Exit(i32),
     /// A signal with this number ended the shell.
     Signal(i32),
+    /// Init to tool, just before `Exit` or `Signal`: the shell left no process behind. Init
+    /// has no child left, so it is about to end, and every process of the namespace with it:
+    /// the tool need not look for leftovers.
+    Alone,
     /// The sandbox could not be set up; the shell did not run.
     Error(String),
     /// Tool to helper: the shell's standard input (a pipe's reading end or a terminal) is
@@ -225,6 +229,7 @@ impl Message {
             Message::Proxy(port) => format!("proxy {port}\n"),
             Message::Exit(code) => format!("exit {code}\n"),
             Message::Signal(number) => format!("signal {number}\n"),
+            Message::Alone => "alone -\n".to_owned(),
             Message::Error(text) => format!("error {}\n", text.replace('\n', " ")),
             Message::Stdin => "stdin -\n".to_owned(),
             Message::Ready => "ready -\n".to_owned(),
@@ -242,6 +247,7 @@ impl Message {
             "proxy" => Message::Proxy(rest.parse().ok()?),
             "exit" => Message::Exit(rest.parse().ok()?),
             "signal" => Message::Signal(rest.parse().ok()?),
+            "alone" => Message::Alone,
             "error" => Message::Error(rest.to_owned()),
             "stdin" => Message::Stdin,
             "ready" => Message::Ready,
@@ -314,6 +320,7 @@ mod tests {
             Message::Proxy(3128),
             Message::Exit(-1),
             Message::Signal(9),
+            Message::Alone,
             Message::Error("landlock: not supported".into()),
             Message::Stdin,
             Message::Ready,

@@ -8,6 +8,7 @@
 mod support;
 
 mod ending;
+mod jobs;
 mod output;
 mod sandbox;
 mod spawn;

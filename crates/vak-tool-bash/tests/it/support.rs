@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 use vak_tool_bash::BashSettings;
-use vak_tool_core::{PermissionMode, Registry, ToolContext, ToolOutput};
+use vak_tool_core::{PermissionMode, Registry, Session, ToolContext, ToolOutput};
 
 /// A workspace, the tool's settings and a context whose calls carry a unique marker in
 /// `VAK_CALL_ID`.
@@ -101,6 +101,28 @@ impl Setup {
         let run = self.call_raw(args, ctx).await;
         assert_no_leftovers(&self.marker);
         run
+    }
+
+    /// Calls a tool of the crate (`bash` or `jobs`) without the check: a background job
+    /// outlives its call.
+    #[allow(dead_code, reason = "used by the jobs tests")]
+    pub(crate) async fn tool(&self, name: &str, args: Value) -> Run {
+        let mut registry = Registry::new();
+        vak_tool_bash::register(
+            &mut registry,
+            &self.settings,
+            &vak_tool_net::NetSettings::default(),
+            self.mode,
+        );
+        let out = registry.call(name, args, &self.ctx).await;
+        let text = out.text_content();
+        Run { out, text }
+    }
+
+    /// Ends the session of the setup's context (its jobs go with it) and starts a new one.
+    #[allow(dead_code, reason = "used by the jobs tests")]
+    pub(crate) fn end_session(&mut self) {
+        self.ctx = self.ctx.clone().with_session(Session::new());
     }
 
     /// Calls `bash` in another context without the check.
