@@ -38,29 +38,35 @@
 //!   `EROFS`, `EXDEV`); when the command fails on one, the result adds a `note:` naming it.
 //! - **`read-only`**: the same, but the scratch folder is the only writable place.
 //!
-//! Both sandboxed modes run the command in new user, mount, network and PID namespaces, with
-//! every mount outside the writable folders read-only (so `chmod`, `chown` and times cannot
-//! change either) and Landlock rules on top (ABI 3 or newer required). No `unsafe` is involved:
-//! the workspace's one `unsafe` block is the `setsid` of the `full-access` spawn.
+//! Both sandboxed modes run the command in mount and PID namespaces of its own, inside the user
+//! and network namespaces of its session, with every mount outside the writable folders
+//! read-only (so `chmod`, `chown` and times cannot change either) and Landlock rules on top
+//! (ABI 3 or newer required). No `unsafe` is involved: the workspace's one `unsafe` block is the
+//! `pre_exec` of the `full-access` spawn (below).
 //!
 //! **The helper.** A multi-threaded process cannot enter new namespaces, so the tool starts a
 //! helper ([`sandbox::helper_main`]): the `vak-sandbox` binary of this crate, or `vak-tools`
 //! itself, which embeds it behind the hidden first argument [`sandbox::HELPER_ARG`] and names
 //! itself as the helper. It is found through [`BashSettings::sandbox_helper`] when set, else as
 //! `vak-sandbox` next to the running program, in the folder above it (cargo's test layout),
-//! then on `PATH`. The helper's first process enters the namespaces and starts init, process 1
-//! of the new PID namespace, which mounts, seals itself with Landlock and runs
-//! `SHELL -c COMMAND`. Both report to the tool on a Unix socket (the helper's standard input):
-//! init's pid, the proxy's listener, the shell's exit, or why the sandbox could not be set up.
+//! then on `PATH`. The helper's first process joins the session's namespaces, enters new mount
+//! and PID namespaces and starts init, process 1 of the new PID namespace, which mounts, seals
+//! itself with Landlock and runs `SHELL -c COMMAND`. Both talk with the tool on a Unix socket
+//! (the helper's standard input): init's pid, the proxy's listener, the shell's exit, or why
+//! the sandbox could not be set up; from the tool, a background job's standard input.
 //! [`sandbox::doctor`] says what the machine supports (`vak-tools doctor` prints it).
 //!
-//! **The network** ([`BashSettings::network`]). The namespace has only loopback.
-//! [`Network::Guarded`] (the default): init opens a listener on `127.0.0.1` inside it and hands
-//! it to the tool, which serves `vak_tool_net::proxy` there, every request judged by the SSRF
-//! guard and `[net] allow` exactly like a `webfetch` call; `HTTP_PROXY`, `HTTPS_PROXY`,
-//! `ALL_PROXY` and their lower-case forms point at it and `NO_PROXY` is removed, so `curl`,
-//! `pip`, `cargo` and `git` work. A refusal is a `403` whose body gives the guard's reason, and
-//! the result notes it. [`Network::None`]: loopback only.
+//! **The network** ([`BashSettings::network`]). The sandboxed commands of one session share a
+//! network namespace that has only loopback, held by a helper process the session's first
+//! sandboxed call starts and that ends with the session: a server a background job started
+//! answers a later command of the same session, and no other session nor the host shares that
+//! loopback. [`Network::Guarded`] (the default): init opens a listener on `127.0.0.1` there and
+//! hands it to the tool, which serves `vak_tool_net::proxy` on it; a loopback destination is
+//! tried on the session's loopback first, and every other request is judged by the SSRF guard
+//! and `[net] allow` exactly like a `webfetch` call. `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`
+//! and their lower-case forms point at the proxy and `NO_PROXY` is removed, so `curl`, `pip`,
+//! `cargo` and `git` work. A refusal is a `403` whose body gives the guard's reason, and the
+//! result notes it. [`Network::None`]: loopback only.
 //!
 //! **Fail closed.** No helper, namespaces refused, Landlock missing or too old, any setup step
 //! failing before the shell starts: the call is an error result that names the mode, the
@@ -85,7 +91,10 @@
 //! `/dev/tty` to prompt fails at once. In the sandbox, init calls `setsid()`; in `full-access`
 //! the child calls it before `exec`, in a `pre_exec` hook that is the workspace's single
 //! `unsafe` block: `process_group(0)` is safe but keeps the caller's terminal (a read from it
-//! stops the process until the timeout), and std's `setsid` is not stable yet.
+//! stops the process until the timeout), and std's `setsid` is not stable yet. A command
+//! started with `run_in_background` becomes a job of the session ([`Jobs`]): the same shell,
+//! environment, sandbox and ending, with a pipe (or, with `tty`, a pseudo-terminal that becomes
+//! its controlling terminal) as its standard input.
 //!
 //! **Containment.** In the sandbox, a call's processes are those of its PID namespace: none can
 //! leave it, and they see only each other in `/proc`. Once the tool has stopped them (below),
