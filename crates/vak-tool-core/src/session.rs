@@ -63,6 +63,16 @@ impl Session {
         }
     }
 
+    /// Ends the session's state now, for every handle: each state is dropped (a job table's
+    /// `Drop` stops its jobs) unless a call still holds it, and later calls start afresh. What
+    /// a server calls when a connection ends, whoever may still hold a handle of it.
+    pub fn clear(&self) {
+        let states =
+            std::mem::take(&mut *self.states.lock().unwrap_or_else(PoisonError::into_inner));
+        // Dropped outside the lock: a state's `Drop` may use the session.
+        drop(states);
+    }
+
     /// Whether two handles name the same session.
     pub fn same_as(&self, other: &Session) -> bool {
         Arc::ptr_eq(&self.states, &other.states)
@@ -101,6 +111,17 @@ mod tests {
         let b = Session::new();
         assert!(!b.state::<Flag>().0.load(Ordering::SeqCst));
         assert!(!a.same_as(&b));
+    }
+
+    #[test]
+    fn clear_drops_the_state_for_every_handle() {
+        let session = Session::new();
+        let dropped = Arc::clone(&session.state::<DropSignal>().0);
+        session.state::<Flag>().0.store(true, Ordering::SeqCst);
+        let other = session.clone();
+        other.clear();
+        assert!(dropped.load(Ordering::SeqCst));
+        assert!(!session.state::<Flag>().0.load(Ordering::SeqCst), "afresh");
     }
 
     #[test]
