@@ -49,13 +49,15 @@ use vak_tool_core::{
     CancellationToken, Capability, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
-use self::apply::{Draft, EditSpec};
+use self::apply::{Applied, Draft, EditSpec};
 use self::error::EditError;
 use self::io::{load, write};
+use self::regions::Region;
 use self::report::render;
 use crate::FsSettings;
 use crate::file_kind::{Encoding, SNIFF_BYTES, Sniff, sniff};
 use crate::hash::content_hash;
+use crate::notebook;
 use crate::seen::Seen;
 
 const BOM: &str = "\u{FEFF}";
@@ -71,12 +73,16 @@ fn description(settings: &FsSettings) -> String {
          repeats. When the exact text is not found, edit also tries, in order: line endings \
          normalised, trailing whitespace ignored, curly quotes/dashes/special spaces folded; a \
          level counts only if it finds exactly one place. new_text is inserted literally, with \
-         the file's line endings; the BOM, tabs, the final newline and every byte outside the \
+         the file's line endings (CRLF, LF, or a lone CR) and encoding (UTF-8, or UTF-16 with its \
+         BOM); the BOM, tabs, the final newline and every byte outside the \
          replaced text stay as they are. Give `expect_hash` (the hash `read` printed) to refuse \
          the edit if the file changed since you read it. The result names the matching level of \
          each edit and the changed lines, shows a unified diff, and ends with the new hash. Files \
          over {limit} (the edit size limit), binary files and files that are not UTF-8 are \
-         refused. To create a file or rewrite it whole, use `write`.",
+         refused. For a Jupyter notebook, give `cell` (the \
+         cell's number or id, as `read` shows them): the edits then apply to that cell's source \
+         and the rest of the JSON stays byte for byte. To create a file or rewrite it whole, \
+         use `write`.",
         limit = human::size(settings.edit_file_bytes),
     )
 }
@@ -107,6 +113,19 @@ pub(crate) struct EditArgs {
     /// The hash `read` (or a previous `edit`) printed for this file. If given and the file's
     /// hash now differs, nothing is written: read the file again.
     expect_hash: Option<String>,
+    /// Jupyter notebooks only: the cell whose source the edits change, by its number as `read`
+    /// shows it (from 1) or by its id. The rest of the notebook's JSON stays byte for byte.
+    cell: Option<CellArg>,
+}
+
+/// A `cell` argument: a number or an id.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum CellArg {
+    /// The cell's number, from 1.
+    Number(i64),
+    /// The cell's id (or its number as text).
+    Id(String),
 }
 
 /// The `edit` tool.
@@ -155,6 +174,10 @@ impl Tool for EditTool {
                 .collect(),
             expect_hash: args.expect_hash,
             limit: self.settings.edit_file_bytes,
+            cell: args.cell.map(|cell| match cell {
+                CellArg::Number(number) => number.to_string(),
+                CellArg::Id(id) => id,
+            }),
         };
         // Dropping this future cancels `token`, and the blocking work checks it before it
         // writes.
@@ -185,6 +208,8 @@ pub(crate) struct Request {
     pub(crate) expect_hash: Option<String>,
     /// The largest file edited.
     pub(crate) limit: u64,
+    /// The notebook cell to edit, as given.
+    pub(crate) cell: Option<String>,
 }
 
 /// Reads, edits in memory, writes; returns the result text. `seen` is the session's memory of
@@ -212,6 +237,9 @@ pub(crate) fn run(
             });
         }
         seen.remember(&actual, &bytes);
+    }
+    if let Some(cell) = &request.cell {
+        return edit_cell(request, cell, &bytes, &stamp, cancel, seen);
     }
     let encoding = match sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
         Sniff::Text(encoding) => encoding,
@@ -260,22 +288,7 @@ pub(crate) fn run(
         body
     };
 
-    let mut draft = Draft::new(body);
-    let mut applied = Vec::with_capacity(request.edits.len());
-    for (index, edit) in request.edits.iter().enumerate() {
-        if cancel.is_cancelled() {
-            return Err(EditError::Cancelled);
-        }
-        let result = draft
-            .apply(edit, index > 0, cancel)
-            .map_err(|failure| EditError::Edit { index, failure })?;
-        applied.push(result);
-    }
-    let (new_body, regions) = draft.finish();
-    let changed = regions.changed(body, &new_body);
-    if changed.is_empty() {
-        return Err(EditError::NetNoChange);
-    }
+    let (new_body, applied, changed) = apply_all(body, &request.edits, cancel)?;
     let mut out = if cr_lines {
         new_body.replace('\n', "\r")
     } else {
@@ -302,9 +315,108 @@ pub(crate) fn run(
     }
     Ok(render(
         request,
+        &request.shown,
         &applied,
         &regions::changed_lines(&changed, &new_body),
         &diff::unified_diff(body, &new_body, &changed, &request.shown),
+        &notes,
+        &new_hash,
+    ))
+}
+
+/// Applies the edits in order to `body`: the new text, what each edit matched, and the changed
+/// regions (never none).
+fn apply_all(
+    body: &str,
+    edits: &[EditSpec],
+    cancel: &CancellationToken,
+) -> Result<(String, Vec<Applied>, Vec<Region>), EditError> {
+    let mut draft = Draft::new(body);
+    let mut applied = Vec::with_capacity(edits.len());
+    for (index, edit) in edits.iter().enumerate() {
+        if cancel.is_cancelled() {
+            return Err(EditError::Cancelled);
+        }
+        let result = draft
+            .apply(edit, index > 0, cancel)
+            .map_err(|failure| EditError::Edit { index, failure })?;
+        applied.push(result);
+    }
+    let (new_body, regions) = draft.finish();
+    let changed = regions.changed(body, &new_body);
+    if changed.is_empty() {
+        return Err(EditError::NetNoChange);
+    }
+    Ok((new_body, applied, changed))
+}
+
+/// Edits the source of one cell of a Jupyter notebook, leaving every other byte of the file as
+/// it was ([`crate::notebook`]).
+fn edit_cell(
+    request: &Request,
+    cell: &str,
+    bytes: &[u8],
+    stamp: &io::Stamp,
+    cancel: &CancellationToken,
+    seen: &Seen,
+) -> Result<String, EditError> {
+    let shown = || request.shown.clone();
+    let cell_error = |reason: String| EditError::Cell {
+        path: shown(),
+        cell: cell.to_owned(),
+        reason,
+    };
+    let notebook = notebook::parse(bytes).ok_or_else(|| {
+        cell_error(
+            "`cell` applies to Jupyter notebooks, and this file is not one (nbformat 4 JSON \
+             with a `cells` list)"
+                .to_owned(),
+        )
+    })?;
+    let index = notebook::find_cell(&notebook, cell).map_err(cell_error)?;
+    let span = notebook::source_span(bytes, index).ok_or_else(|| {
+        cell_error("its `source` could not be located in the file's JSON".to_owned())
+    })?;
+    let source = &notebook.cells[index].source;
+    let (new_source, applied, changed) = apply_all(source, &request.edits, cancel)?;
+    let out = notebook::replace_source(bytes, &span, &new_source);
+    // The splice must give a notebook whose cell holds the new source, and nothing else new.
+    let check = notebook::parse(&out);
+    let expected = {
+        let mut cells = notebook.cells.clone();
+        cells[index].source.clone_from(&new_source);
+        cells
+    };
+    if check.as_ref().map(|notebook| &notebook.cells) != Some(&expected) {
+        return Err(cell_error(
+            "the new source could not be written into the JSON without changing anything else"
+                .to_owned(),
+        ));
+    }
+    let new_hash = content_hash(&out);
+    if cancel.is_cancelled() {
+        return Err(EditError::Cancelled);
+    }
+    let previous = write(request, &out, stamp)?;
+    seen.remember(&new_hash, &out);
+    let kind = &notebook.cells[index].kind;
+    let title = match &notebook.cells[index].id {
+        Some(id) => format!("{} cell {} ({kind}, id {id})", request.shown, index + 1),
+        None => format!("{} cell {} ({kind})", request.shown, index + 1),
+    };
+    let diff_name = format!("{} cell {}", request.shown, index + 1);
+    let mut notes: Vec<String> = previous.note().into_iter().collect();
+    notes.push(
+        "only this cell's source changed; the rest of the notebook is byte for byte as it was \
+         (outputs included: run the cell again to refresh them)"
+            .to_owned(),
+    );
+    Ok(render(
+        request,
+        &title,
+        &applied,
+        &regions::changed_lines(&changed, &new_source),
+        &diff::unified_diff(source, &new_source, &changed, &diff_name),
         &notes,
         &new_hash,
     ))
@@ -328,6 +440,7 @@ mod tests {
             }],
             expect_hash: None,
             limit: u64::MAX,
+            cell: None,
         }
     }
 

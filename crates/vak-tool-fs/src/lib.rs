@@ -41,6 +41,7 @@ mod glob;
 mod grep;
 mod hash;
 mod line_count;
+mod notebook;
 mod read;
 mod seen;
 mod settings;

@@ -16,6 +16,7 @@
 mod error;
 mod image;
 mod not_found;
+mod notebook;
 mod pdf;
 mod render;
 mod scan;
@@ -29,7 +30,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    CancellationToken, Capability, Tool, ToolContext, ToolError, ToolOutput, human,
+    CancellationToken, Capability, Content, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
 use self::error::ReadError;
@@ -61,7 +62,9 @@ fn description(settings: &FsSettings) -> String {
          whole (a damaged one is an error) and, when larger than {side} px on a side or {sent} \
          of base64, scaled down (files up to {image}). PDF files (up to {pdf}, {pdf_time} of work) \
          come back as their text, page by page (`pages` picks a range such as \"3-5\"; a page \
-         without text, e.g. a scan, is said to have none). Binary files \
+         without text, e.g. a scan, is said to have none). Jupyter notebooks (.ipynb, up to \
+         {notebook}) come back as numbered cells with their type, id, source and outputs \
+         (images as images). Binary files \
          are refused with their size and kind. Non-UTF-8 bytes show as U+FFFD, CRLF line endings \
          and a byte order mark are not shown (a note says they are there). The result ends with \
          a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
@@ -71,6 +74,7 @@ fn description(settings: &FsSettings) -> String {
         side = human::grouped(u64::from(settings.image_max_side)),
         sent = human::size(settings.image_max_bytes as u64),
         pdf = human::size(settings.pdf_bytes),
+        notebook = human::size(settings.notebook_bytes),
         pdf_time = human::duration(Duration::from_millis(settings.pdf_deadline_ms)),
     )
 }
@@ -163,6 +167,8 @@ struct Request {
     pages: Option<(PageRange, String)>,
     /// The largest PDF read.
     pdf_bytes: u64,
+    /// The largest notebook shown as cells.
+    notebook_bytes: u64,
     /// The limits of a PDF's extraction.
     pdf: PdfLimits,
 }
@@ -207,6 +213,7 @@ async fn run(
         },
         pages,
         pdf_bytes: settings.pdf_bytes,
+        notebook_bytes: settings.notebook_bytes,
         pdf: PdfLimits {
             stream_bytes: settings.pdf_stream_bytes,
             deadline: Duration::from_millis(settings.pdf_deadline_ms),
@@ -269,6 +276,16 @@ fn read_file(
     }
     if let Some(kind) = file_kind::image_kind(&start) {
         return read_image(request, kind, start, file, meta.len());
+    }
+    if crate::notebook::is_notebook_path(&request.path) && meta.len() <= request.notebook_bytes {
+        // The whole notebook, taken from the file (which is then at its end).
+        (&mut file)
+            .take(request.notebook_bytes + 1 - start.len() as u64)
+            .read_to_end(&mut start)
+            .map_err(io_error)?;
+        if let Some(notebook) = crate::notebook::parse(&start) {
+            return read_notebook(request, &notebook, &start, cancel);
+        }
     }
     let encoding = match file_kind::sniff(&start) {
         Sniff::Text(encoding) => encoding,
@@ -374,6 +391,58 @@ fn read_file(
         request.page_bytes,
         encoding,
     )))
+}
+
+/// A notebook: its cells and outputs as text, paged like a text file, and the images of the
+/// outputs on the page.
+fn read_notebook(
+    request: &Request,
+    notebook: &crate::notebook::Notebook,
+    bytes: &[u8],
+    cancel: &CancellationToken,
+) -> Result<ToolOutput, ReadError> {
+    let shown = || request.shown.clone();
+    let (text, images) = notebook::view(notebook);
+    let page_request = scan::PageRequest {
+        offset: request.offset,
+        limit: request.limit,
+        budget: request.page_bytes,
+        chunk: CHUNK,
+        parallel_hash: false,
+        eol: b'\n',
+    };
+    let mut reader = io::Cursor::new(text.into_bytes());
+    let Some(mut page) =
+        scan::scan(&mut reader, page_request, cancel).map_err(|source| ReadError::Io {
+            path: shown(),
+            source,
+        })?
+    else {
+        return Err(ReadError::Cancelled { path: shown() });
+    };
+    page.hash = crate::hash::content_hash(bytes);
+    page.bytes = bytes.len() as u64;
+    if page.first > page.total_lines {
+        return Err(ReadError::PastEnd {
+            path: shown(),
+            offset: page.first,
+            total: page.total_lines,
+        });
+    }
+    let last = page.first + page.lines.len() as u64 - 1;
+    let mut content = vec![Content::text(render(
+        &request.shown,
+        &page,
+        request.page_bytes,
+        file_kind::Encoding::Utf8,
+    ))];
+    content.extend(notebook::image_blocks(
+        &images,
+        page.first,
+        last,
+        request.image,
+    ));
+    Ok(ToolOutput::from_content(content, false))
 }
 
 /// A PDF: its text, page by page, paged like a text file.

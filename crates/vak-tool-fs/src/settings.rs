@@ -43,6 +43,9 @@ pub struct FsSettings {
     pub pdf_stream_bytes: usize,
     /// `read`: how long the text extraction of a PDF may take, in milliseconds (default 30000).
     pub pdf_deadline_ms: u64,
+    /// `read`: the largest Jupyter notebook shown as cells, in bytes (default 67108864, 64 MiB);
+    /// a larger one is shown as its JSON text.
+    pub notebook_bytes: u64,
     /// `write`: the largest content accepted, in bytes (default 16777216, 16 MiB).
     pub write_bytes: usize,
     /// `edit`: the largest file edited, in bytes (default 536870912, 512 MiB).
@@ -65,6 +68,7 @@ impl Default for FsSettings {
             pdf_bytes: 64 * 1024 * 1024,
             pdf_stream_bytes: 64 * 1024 * 1024,
             pdf_deadline_ms: 30_000,
+            notebook_bytes: 64 * 1024 * 1024,
             write_bytes: 16 * 1024 * 1024,
             edit_file_bytes: 512 * 1024 * 1024,
             glob_results: 1000,
@@ -126,6 +130,7 @@ mod tests {
             pdf_bytes: 1024 * 1024,
             pdf_stream_bytes: 1024,
             pdf_deadline_ms: 1500,
+            notebook_bytes: 2048,
             write_bytes: 2048,
             edit_file_bytes: 64 * 1024 * 1024,
             glob_results: 25_000,

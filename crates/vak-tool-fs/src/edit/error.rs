@@ -80,6 +80,16 @@ pub(crate) enum EditError {
         /// Its line.
         line: usize,
     },
+    /// `cell` names no cell, or the file is not a notebook.
+    #[error("cannot edit cell {cell:?} of {path}: {reason}. Nothing was written.")]
+    Cell {
+        /// The path as shown.
+        path: String,
+        /// The cell as given.
+        cell: String,
+        /// Why.
+        reason: String,
+    },
     /// UTF-16 that does not decode.
     #[error(
         "{path} starts as {encoding} but is not valid UTF-16 (an odd number of bytes, or a \

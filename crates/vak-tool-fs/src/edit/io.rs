@@ -10,7 +10,7 @@ use super::error::EditError;
 use crate::atomic_write::{Previous, write_atomic_with};
 
 /// What the file looked like when it was read, to notice a writer that comes in between.
-pub(super) struct Stamp {
+pub(crate) struct Stamp {
     len: u64,
     /// The modification time, where the filesystem gives one.
     pub(super) modified: Option<SystemTime>,
@@ -107,6 +107,7 @@ mod tests {
             edits: Vec::new(),
             expect_hash: None,
             limit: u64::MAX,
+            cell: None,
         }
     }
 

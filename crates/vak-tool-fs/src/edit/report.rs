@@ -14,6 +14,7 @@ use crate::hash::hash_line;
 /// The result text: what each edit matched, the changed lines, the diff, the new hash.
 pub(super) fn render(
     request: &Request,
+    shown: &str,
     applied: &[Applied],
     changed: &[(usize, usize)],
     diff: &str,
@@ -34,8 +35,7 @@ pub(super) fn render(
     };
     let _ = writeln!(
         out,
-        "Edited {}{link}: {} applied.",
-        request.shown,
+        "Edited {shown}{link}: {} applied.",
         human::count(count as u64, "edit", "edits")
     );
     for (index, edit) in applied.iter().enumerate() {

@@ -264,3 +264,22 @@ fn pdf_hint(error: &PdfError) -> &'static str {
         }
     }
 }
+
+/// What is wrong with an image, in a few words (for an image inside another file).
+pub(super) fn problem_words(problem: &Problem) -> String {
+    match problem {
+        Problem::Damaged(reason) => format!("it is damaged or cut short ({reason})"),
+        Problem::TooManyPixels {
+            size: (width, height),
+            need,
+            limit,
+        } => format!(
+            "decoding its {width}×{height} pixels would take {}, over the {} limit",
+            human::size(*need),
+            human::size(*limit)
+        ),
+        Problem::CannotFit { .. } => {
+            "it does not fit the image size limit even scaled down".to_owned()
+        }
+    }
+}

@@ -345,7 +345,8 @@ fn the_schema_names_the_contract_parameters() {
     let schema = &spec.input_schema;
     let properties = schema["properties"].as_object().unwrap();
     let names: Vec<&str> = properties.keys().map(String::as_str).collect();
-    assert_eq!(names, ["edits", "expect_hash", "path"]);
+    // The contract's parameters, and `cell` for notebooks (issue 18).
+    assert_eq!(names, ["cell", "edits", "expect_hash", "path"]);
     assert_eq!(schema["required"], json!(["path", "edits"]));
     for field in properties.values() {
         assert!(field["description"].is_string(), "{field}");

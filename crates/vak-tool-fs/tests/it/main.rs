@@ -6,6 +6,7 @@ mod fidelity;
 mod glob;
 mod grep;
 mod image;
+mod notebook;
 mod pdf;
 mod read;
 mod write;

@@ -522,7 +522,8 @@ fn the_schema_says_what_the_contract_says() {
     vak_tool_fs::register(&mut registry, &FsSettings::default());
     let spec = registry.spec("read").unwrap();
     let properties = &spec.input_schema["properties"];
-    for field in ["path", "offset", "limit"] {
+    // The contract's parameters, and `pages` for PDF files (issue 18).
+    for field in ["path", "offset", "limit", "pages"] {
         assert!(properties[field]["description"].is_string(), "{field}");
     }
     assert_eq!(spec.input_schema["required"], json!(["path"]));
