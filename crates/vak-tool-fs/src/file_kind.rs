@@ -228,20 +228,24 @@ pub(crate) fn open_text(
     path: &std::path::Path,
 ) -> std::io::Result<Option<Box<dyn std::io::Read + Send>>> {
     use std::io::Read as _;
+    /// As much as the searcher reads at once: a file that fits is searched from memory, and a
+    /// NUL anywhere in it is seen before the first match is reported, in every output mode, as
+    /// ripgrep sees it (it reads that much at once too).
+    const START_BYTES: usize = 64 * 1024;
     let mut file = std::fs::File::open(path)?;
-    let mut start = Vec::with_capacity(SNIFF_BYTES);
+    let mut start = Vec::with_capacity(START_BYTES);
     (&mut file)
-        .take(SNIFF_BYTES as u64)
+        .take(START_BYTES as u64)
         .read_to_end(&mut start)?;
     let encoding = match sniff(&start) {
         Sniff::Binary(_) => return Ok(None),
         Sniff::Text(encoding) => encoding,
     };
     let bom = encoding.bom_len();
-    // A start shorter than the sniff is the whole file: the search then reads it from memory,
-    // without another read that would only find the end of the file (one system call less for
-    // most files `grep` searches).
-    let rest: Box<dyn std::io::Read + Send> = if start.len() < SNIFF_BYTES {
+    // A start shorter than what was asked for is the whole file: the search then reads it from
+    // memory, without another read that would only find the end of the file (one system call
+    // less for most files `grep` searches).
+    let rest: Box<dyn std::io::Read + Send> = if start.len() < START_BYTES {
         Box::new(std::io::Cursor::new(start))
     } else {
         Box::new(std::io::Cursor::new(start).chain(file))

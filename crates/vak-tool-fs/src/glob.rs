@@ -8,10 +8,11 @@
 //!
 //! The walk is the shared [`crate::walk::Walker`] on several threads; every match is stat'ed
 //! for its modification time, and the list is sorted newest first, ties by path, so that the
-//! same tree always gives the same text whatever the threads did.
+//! same tree always gives the same text whatever the threads did. The result ends with how many
+//! files were looked at and how many files and folders were left out, by rule; `no_ignore`
+//! includes ignored files and build folders.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use globset::GlobBuilder;
@@ -20,7 +21,7 @@ use serde::Deserialize;
 use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use crate::FsSettings;
-use crate::walk::{self, Walker};
+use crate::walk::{self, Item, Outcome, Walker};
 
 /// The description the model reads, with the limit in force.
 fn description(settings: &FsSettings) -> String {
@@ -30,13 +31,17 @@ fn description(settings: &FsSettings) -> String {
          (default: the working folder): `*` and `?` stay within one folder name, `**` crosses \
          folders, `{{a,b}}` and `[ab]` work. A pattern without `/` only matches files directly in \
          the folder: write `**/*.rs` or `**/Cargo.toml` to match at any depth. Files ignored by \
-         .gitignore, .ignore or .git/info/exclude are left out, and .git, node_modules and \
-         target folders are never entered (name one in `path` or in the pattern's leading \
-         folders to search it); hidden files are included. Returns one path per line, relative \
-         to the working folder, most recently modified first; at most {limit} paths, with a last \
-         line saying how many matched when there are more. Lists files only, not folders. To \
-         search file contents use `grep`.",
+         .gitignore, .ignore or .git/info/exclude are left out, .git folders are never entered, \
+         and neither are build or package folders (a Cargo or Maven `target`, a `node_modules` \
+         next to a package.json) unless named in `path` or in the pattern's leading folders; \
+         hidden files are included. `no_ignore: true` includes ignored files and build folders \
+         (never .git; at most {walk} files walked). Returns one path per line, relative to the \
+         working folder, most recently modified first; at most {limit} paths, with a line \
+         saying how many matched when there are more, and a last line counting the files looked \
+         at and those skipped, by rule. Lists files only, not folders (use `tree` for folders). \
+         To search file contents use `grep`.",
         limit = human::grouped(settings.glob_results as u64),
+        walk = human::grouped(walk::NO_IGNORE_FILES as u64),
     )
 }
 
@@ -50,6 +55,11 @@ pub(crate) struct GlobArgs {
     /// The folder to search, relative to the working folder or absolute. Default: the working
     /// folder.
     path: Option<String>,
+    /// Also list files that .gitignore, .ignore or .git/info/exclude leave out, and files in
+    /// build or package folders (`target`, `node_modules`); `.git` folders stay out, and the
+    /// walk stops after 100,000 files. Default: false.
+    #[serde(default)]
+    no_ignore: bool,
 }
 
 /// Why a `glob` call cannot run.
@@ -160,41 +170,49 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
             given.display()
         )));
     }
-    let walker = Walker::new(root, ctx);
+    let walker = Walker::new(root, ctx, args.no_ignore);
     let result = walk::run_blocking(ctx, "glob", move |stop| {
-        let looked_at = AtomicUsize::new(0);
-        let (sender, receiver) = std::sync::mpsc::channel();
         let root = walker.root();
-        walker.files_parallel(walk::thread_count(), stop, || {
-            let sender = sender.clone();
-            let matcher = &matcher;
-            let looked_at = &looked_at;
-            move |entry: &ignore::DirEntry| {
-                looked_at.fetch_add(1, Ordering::Relaxed);
-                let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
-                if matcher.is_match(relative) {
-                    let modified = entry
-                        .metadata()
-                        .ok()
-                        .and_then(|meta| meta.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
-                    // The receiver outlives the walk; a failed send cannot happen.
-                    let _ = sender.send(Found {
-                        modified,
-                        path: entry.path().to_path_buf(),
-                    });
-                }
+        let select = |path: &Path| matcher.is_match(path.strip_prefix(root).unwrap_or(path));
+        let make_worker = || {
+            |path: &Path| Outcome {
+                results: 1,
+                skipped: None,
+                value: std::fs::metadata(path)
+                    .and_then(|meta| meta.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
             }
-        });
-        drop(sender);
-        let found: Vec<Found> = receiver.into_iter().collect();
-        (walker, found, looked_at.into_inner())
+        };
+        let walked = walker.walk(
+            walk::thread_count(),
+            stop,
+            usize::MAX,
+            &select,
+            &make_worker,
+        );
+        (walker, walked)
     })
     .await;
-    let (walker, mut found, looked_at) = match result {
+    let (walker, walked) = match result {
         Ok(done) => done,
         Err(interrupted) => return Ok(ToolOutput::error(interrupted.to_string())),
     };
+    let accounting = format!(
+        "{} looked at; {}",
+        human::count(walked.files_seen as u64, "file", "files"),
+        walked.tally().sentence(walker.no_ignore())
+    );
+    let mut found: Vec<Found> = walked
+        .items
+        .into_iter()
+        .filter_map(|item| match item {
+            Item::File(path, outcome) => Some(Found {
+                modified: outcome.value,
+                path,
+            }),
+            _ => None,
+        })
+        .collect();
     found.sort_unstable_by(|a, b| {
         b.modified
             .cmp(&a.modified)
@@ -205,7 +223,7 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
         ctx,
         walker.root(),
         &found,
-        looked_at,
+        &accounting,
         limit,
     )))
 }
@@ -215,13 +233,12 @@ fn render(
     ctx: &ToolContext,
     root: &Path,
     found: &[Found],
-    looked_at: usize,
+    accounting: &str,
     limit: usize,
 ) -> String {
     if found.is_empty() {
         let mut text = format!(
-            "No files match `{pattern}` in {} ({looked_at} files looked at; ignored files and \
-             .git, node_modules and target folders were skipped).",
+            "No files match `{pattern}` in {} ({accounting}).",
             ctx.display_path(root)
         );
         if !pattern.contains('/') {
@@ -244,7 +261,7 @@ fn render(
             found.len()
         ));
     }
-    text.pop();
+    text.push_str(&format!("[{accounting}]"));
     text
 }
 

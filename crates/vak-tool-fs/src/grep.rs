@@ -7,12 +7,18 @@
 //!
 //! # Order and early exit
 //!
-//! One thread walks the tree in a fixed order ([`Walker::files_in_order`]) and numbers the files
-//! it hands to a few search threads; the results are put back in that order before they are
-//! counted. The output is therefore the first `max_matches` results in walk order, the same on
-//! every run, and as soon as that prefix is complete a shared flag stops the walker and the
-//! searchers: only the files already queued (a bounded queue) are still looked at, so a search
-//! that hits its cap early does not scan the rest of the tree.
+//! The tree is walked and searched by the same threads ([`Walker::walk`]), which always take
+//! the pending folder or files that come first in walk order; the results are put back in that
+//! order. The output is therefore the first `max_matches` results in walk order, the same on
+//! every run, and as soon as that prefix can no longer change the walk stops: a search that hits
+//! its cap early does not scan the rest of the tree.
+//!
+//! # What was not searched
+//!
+//! Every result ends with the number of files searched and of files and folders left out, by
+//! rule (ignore files, `.git`, build folders, binary files, links; see [`crate::walk`]), so
+//! that "no match" can be told from "not looked at"; `no_ignore` searches ignored files and
+//! build folders too.
 //!
 //! # Long lines
 //!
@@ -46,7 +52,7 @@ use self::query::Query;
 use self::report::Report;
 use self::sink::search_file;
 use crate::FsSettings;
-use crate::walk::{self, Walker};
+use crate::walk::{self, Tally, Walker};
 
 /// The description the model reads, with the limit in force.
 fn description(settings: &FsSettings) -> String {
@@ -54,8 +60,11 @@ fn description(settings: &FsSettings) -> String {
         "Searches file contents for a regular expression (Rust regex syntax, as in ripgrep) and \
          lists the matching lines, for finding where something is defined or used. `path` is a \
          folder (searched recursively; default: the working folder) or a single file. Files \
-         ignored by .gitignore, .ignore or .git/info/exclude, binary files, and .git, \
-         node_modules and target folders are skipped; hidden files are searched. `include` \
+         ignored by .gitignore, .ignore or .git/info/exclude, binary files, .git folders and \
+         build or package folders (a Cargo or Maven `target`, a `node_modules` next to a \
+         package.json) are skipped, and the result ends saying how many of each; \
+         `no_ignore: true` searches ignored files and build folders too (never .git; at most \
+         {walk} files walked). Hidden files are searched. `include` \
          keeps only files matching a glob (`*.rs`, `*.{{ts,tsx}}`: a glob without `/` is matched \
          against the file name; with `/`, against the path below `path`). `output`: `content` \
          (default) gives `path:line:text` lines, with `context` lines before and after shown as \
@@ -66,6 +75,7 @@ fn description(settings: &FsSettings) -> String {
          line saying so. A line longer than {chars} characters is cut to a window around its \
          first match, with its column. Use `glob` to find files by name.",
         chars = human::grouped(settings.grep_line_chars as u64),
+        walk = human::grouped(walk::NO_IGNORE_FILES as u64),
     )
 }
 
@@ -124,12 +134,13 @@ async fn run(
         });
     }
     let shown_target = ctx.display_path(&target);
+    let no_ignore = args.no_ignore;
     let worker_ctx = ctx.clone();
     let result = walk::run_blocking(ctx, "grep", move |stop| {
         if is_file {
-            search_single(&query, &target, &worker_ctx)
+            search_single(&query, &target, &worker_ctx, no_ignore)
         } else {
-            let walker = Walker::new(target, &worker_ctx);
+            let walker = Walker::new(target, &worker_ctx, no_ignore);
             search_tree(&query, &walker, &worker_ctx, stop, walk::thread_count())
         }
     })
@@ -147,11 +158,16 @@ async fn run(
 }
 
 /// Searches the one file `path` names.
-fn search_single(query: &Query, path: &Path, ctx: &ToolContext) -> Report {
+fn search_single(query: &Query, path: &Path, ctx: &ToolContext, no_ignore: bool) -> Report {
     let mut searcher = query.searcher();
-    let mut report = Report::default();
-    report.files_opened = 1;
     let file = search_file(&mut searcher, query, path);
+    let mut tally = Tally::default();
+    if let Some(rule) = file.skipped() {
+        tally.add(rule, false);
+    }
+    let mut report = Report::new(tally, no_ignore);
+    report.files_opened = 1;
+    report.files_searched = usize::from(file.skipped().is_none());
     report.add(query, ctx, path, file);
     report
 }

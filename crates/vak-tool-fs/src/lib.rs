@@ -1,4 +1,4 @@
-//! File tools for agents: `read`, `write`, `edit`, `glob` and `grep`.
+//! File tools for agents: `read`, `write`, `edit`, `glob`, `grep` and `tree`.
 //!
 //! | tool | what it does | module |
 //! | --- | --- | --- |
@@ -7,6 +7,7 @@
 //! | `edit` | exact string edits applied in order, atomically, byte-preserving outside each match, with matching levels and a diff | `edit` |
 //! | `glob` | paths matching a glob, newest first, ignores honoured | `glob` |
 //! | `grep` | regex search with ripgrep's engine, context, three output modes, early exit | `grep` |
+//! | `tree` | a folder's layout to a depth, with file counts and sizes (on the orientation floor) | `tree` |
 //!
 //! Every path goes through [`vak_tool_core::ToolContext::resolve_path`], so under the
 //! `Workspace` policy no tool here reads or writes outside the workspace, symbolic links
@@ -14,10 +15,11 @@
 //! leaves the old file or the new, never half of one. `read` ends its result with a short hash of
 //! the whole file; `edit` accepts it as `expect_hash` and refuses to edit a file that changed since
 //! (there is no staleness check without it, so no false alarms). Text and binary are told apart
-//! by content, never by file name (`file_kind`). `glob` and `grep` share one walker (`walk`):
-//! `.gitignore`, `.ignore` and `.git/info/exclude` are honoured, `.git`, `node_modules` and
-//! `target` skipped, and the output order is deterministic. File work runs on tokio's blocking threads and stops
-//! when the call is cancelled.
+//! by content, never by file name (`file_kind`). `glob`, `grep` and `tree` share one parallel
+//! walker (`walk`): `.gitignore`, `.ignore` and `.git/info/exclude` are honoured, `.git` and
+//! build or package folders skipped, the output order is deterministic, and every result counts
+//! what was skipped and why (`no_ignore` lifts the ignore rules). File work runs on tokio's
+//! blocking threads and stops when the call is cancelled.
 //!
 //! Shared pieces have their own modules: `hash` (the content hash and the line that carries it),
 //! `seen` (the session's memory of contents, for `edit`'s stale-hash report), `atomic_write`,
@@ -30,7 +32,7 @@
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
 //! vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "write"]);
+//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "tree", "write"]);
 //! ```
 #![forbid(unsafe_code)]
 
@@ -45,6 +47,7 @@ mod notebook;
 mod read;
 mod seen;
 mod settings;
+mod tree;
 mod walk;
 mod write;
 
@@ -58,5 +61,6 @@ pub fn register(registry: &mut Registry, settings: &FsSettings) {
     registry.register(glob::Glob::new(settings));
     registry.register(grep::Grep::new(settings));
     registry.register(read::ReadTool::new(settings));
+    registry.register(tree::TreeTool);
     registry.register(write::WriteTool::new(settings));
 }

@@ -1,32 +1,46 @@
-//! The one folder walker behind `glob` and `grep`.
+//! The one folder walker behind `glob`, `grep` and `tree`.
 //!
-//! It is the `ignore` crate's walker (the one ripgrep and fd use) set up once for both tools:
+//! It is this crate's own parallel walker ([`ordered`]), built on the `ignore` crate's gitignore
+//! matcher (the one ripgrep and fd use), so that it can do what their walkers do not: give its
+//! results in one fixed order whatever the threads did (each folder's entries sorted by name,
+//! depth first), stop as soon as the first `N` results in that order are known, and say what it
+//! left out and why ([`Tally`]).
 //!
 //! - `.gitignore` (nested ones too, with `!` negation), `.ignore`, `.git/info/exclude` and the
-//!   user's global git excludes are honoured, inside a git repository or not
-//!   (`require_git(false)`: a workspace that is not a repository yet still means its
-//!   `.gitignore`);
+//!   user's global git excludes are honoured, inside a git repository or not (a workspace that is
+//!   not a repository yet still means its `.gitignore`), unless `no_ignore` is set ([`rules`]);
 //! - hidden files and folders are included unless an ignore rule says otherwise;
-//! - folders named `.git`, `node_modules` and `target` are always skipped, unless the search
-//!   root itself lies inside one (then the person asked for it);
+//! - `.git` folders are always left out, and build and package folders (a `target` that holds
+//!   Cargo's or Maven's markers, a `node_modules` next to a `package.json`…) unless `no_ignore`
+//!   is set: a folder that merely carries the name (the `src/target/` of a compiler crate) is
+//!   walked. A search root inside such a folder walks it all (the person asked for it);
 //! - symbolic links are followed only while their real target stays inside the workspace (under
-//!   the `Workspace` path policy); a link that loops back to an ancestor is reported by the
-//!   walker as an error entry and skipped, so a loop never hangs;
-//! - the walk stops at the next entry once the shared stop flag is set (cancellation, or `grep`
-//!   having enough matches).
+//!   the `Workspace` path policy); a link back into its own path is left out, so a loop never
+//!   hangs;
+//! - a `no_ignore` walk stops after [`NO_IGNORE_FILES`] files, since ignored folders can be huge;
+//! - the walk stops at the next job once the shared stop flag is set (cancellation).
 //!
 //! [`run_blocking`] runs a walk on tokio's blocking threads and ties it to the call's
 //! cancellation token.
+
+mod ordered;
+mod rules;
+mod tally;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ignore::{DirEntry, WalkBuilder, WalkState};
 use vak_tool_core::{PathPolicy, ToolContext};
 
-/// Folder names that are never walked into (unless the search root is inside one).
-pub(crate) const ALWAYS_SKIPPED: [&str; 3] = [".git", "node_modules", "target"];
+use self::ordered::{Env, Plan};
+pub(crate) use self::ordered::{Item, Outcome, Walked};
+pub(crate) use self::rules::Rule;
+use self::rules::{BUILD_NAMES, Rules, global_excludes};
+pub(crate) use self::tally::Tally;
+
+/// The most files a `no_ignore` walk goes through before it stops.
+pub(crate) const NO_IGNORE_FILES: usize = 100_000;
 
 /// How one search walks its root.
 #[derive(Debug, Clone)]
@@ -34,23 +48,48 @@ pub(crate) struct Walker {
     root: PathBuf,
     /// The workspace that followed links must stay in; `None` under the `Unrestricted` policy.
     confine_to: Option<PathBuf>,
-    /// Whether [`ALWAYS_SKIPPED`] folders are skipped: false when the root is inside one.
-    skip_always: bool,
+    /// Whether `.git` folders are left out: false when the root is inside one.
+    skip_git: bool,
+    /// Whether build and package folders are left out: false when the root is inside a folder
+    /// with such a name, or under `no_ignore`.
+    skip_build: bool,
+    /// Ignore files are not honoured (and build folders are walked).
+    no_ignore: bool,
+    /// The most files walked.
+    file_limit: usize,
 }
 
 impl Walker {
-    /// A walker of `root` (resolved and canonical) under the context's path policy.
-    pub(crate) fn new(root: PathBuf, ctx: &ToolContext) -> Self {
+    /// A walker of `root` (resolved and canonical) under the context's path policy; with
+    /// `no_ignore`, ignore files and build folders are walked too (at most [`NO_IGNORE_FILES`]
+    /// files).
+    pub(crate) fn new(root: PathBuf, ctx: &ToolContext, no_ignore: bool) -> Self {
         let confine_to = match ctx.path_policy() {
             PathPolicy::Workspace => Some(ctx.workspace().to_path_buf()),
             PathPolicy::Unrestricted => None,
         };
-        let skip_always = !inside_skipped_folder(&root, ctx.workspace());
+        let below = root.strip_prefix(ctx.workspace()).unwrap_or(&root);
+        let skip_git = !inside_folder_named(below, &[".git"]);
+        let skip_build = !no_ignore && !inside_folder_named(below, &BUILD_NAMES);
         Self {
             root,
             confine_to,
-            skip_always,
+            skip_git,
+            skip_build,
+            no_ignore,
+            file_limit: if no_ignore {
+                NO_IGNORE_FILES
+            } else {
+                usize::MAX
+            },
         }
+    }
+
+    /// The same walker with another file limit (tests of the limit).
+    #[cfg(test)]
+    pub(crate) fn with_file_limit(mut self, limit: usize) -> Self {
+        self.file_limit = limit;
+        self
     }
 
     /// The folder walked.
@@ -58,116 +97,59 @@ impl Walker {
         &self.root
     }
 
-    fn builder(&self) -> WalkBuilder {
-        self.builder_at(&self.root)
+    /// Whether ignore files are set aside.
+    pub(crate) fn no_ignore(&self) -> bool {
+        self.no_ignore
     }
 
-    /// A walk of `dir` (the root or a folder below it) with this walker's settings.
-    fn builder_at(&self, dir: &Path) -> WalkBuilder {
-        let mut builder = WalkBuilder::new(dir);
-        builder
-            .hidden(false)
-            .parents(true)
-            .ignore(true)
-            .git_ignore(true)
-            .git_global(true)
-            .git_exclude(true)
-            .require_git(false)
-            .follow_links(true);
-        let skip_always = self.skip_always;
-        let confine_to = self.confine_to.clone();
-        builder.filter_entry(move |entry| keep(entry, skip_always, confine_to.as_deref()));
-        builder
-    }
-
-    /// Visits the regular files below the root one at a time, in a fixed order (each folder's
-    /// entries sorted by name, depth first), until `visit` returns false or `stop` is set.
-    /// The order does not depend on timing, so a search that stops early is reproducible.
-    ///
-    /// This walk runs on one thread (the caller's): ripgrep's parallel walker visits folders in
-    /// whatever order its threads reach them, which would make the first `max_matches` results
-    /// depend on timing. Splitting the walk per top-level folder was tried and measured: the
-    /// setup of each sub-walk (ignore files of every parent, the global excludes) cost more than
-    /// the parallelism won on the benchmark corpus, and it slowed the early exit.
-    pub(crate) fn files_in_order(&self, stop: &AtomicBool, mut visit: impl FnMut(PathBuf) -> bool) {
-        let mut builder = self.builder();
-        builder.sort_by_file_name(|a, b| a.cmp(b));
-        for entry in builder.build() {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            // Errors (unreadable folders, link loops) are skipped: the rest is still searched.
-            let Ok(entry) = entry else { continue };
-            if is_file(&entry) && !visit(entry.into_path()) {
-                return;
-            }
-        }
-    }
-
-    /// Visits the regular files below the root on `threads` threads, in no particular order
-    /// (the caller sorts), until `stop` is set. `make_visitor` is called once per thread.
-    pub(crate) fn files_parallel<'s, V>(
+    /// Walks the tree on `threads` threads, handing every regular file that `select` keeps to a
+    /// worker (`make_worker` makes one per thread), until the walk is done, the first
+    /// `max_results` results (in walk order) are known, or `stop` is set. The items come back
+    /// in walk order, the same on every run.
+    pub(crate) fn walk<T, M, W>(
         &self,
         threads: usize,
-        stop: &'s AtomicBool,
-        mut make_visitor: impl FnMut() -> V,
-    ) where
-        V: FnMut(&DirEntry) + Send + 's,
+        stop: &AtomicBool,
+        max_results: usize,
+        select: &(dyn Fn(&Path) -> bool + Sync),
+        make_worker: &M,
+    ) -> Walked<T>
+    where
+        T: Send,
+        M: Fn() -> W + Sync,
+        W: FnMut(&Path) -> Outcome<T>,
     {
-        let mut builder = self.builder();
-        builder.threads(threads);
-        builder.build_parallel().run(|| {
-            let mut visit = make_visitor();
-            Box::new(move |entry| {
-                if stop.load(Ordering::Relaxed) {
-                    return WalkState::Quit;
-                }
-                if let Ok(entry) = entry
-                    && is_file(&entry)
-                {
-                    visit(&entry);
-                }
-                WalkState::Continue
-            })
-        });
+        let (rules, global) = if self.no_ignore {
+            (None, None)
+        } else {
+            (
+                Some(Rules::above(&self.root)),
+                global_excludes(&Rules::repository_root(&self.root)),
+            )
+        };
+        let env = Env {
+            root: &self.root,
+            confine_to: self.confine_to.as_deref(),
+            skip_git: self.skip_git,
+            skip_build: self.skip_build,
+            rules,
+            global,
+            file_limit: self.file_limit,
+        };
+        let plan = Plan {
+            threads,
+            max_results,
+            select,
+            make_worker,
+        };
+        ordered::walk(&env, &plan, stop)
     }
 }
 
-fn is_file(entry: &DirEntry) -> bool {
-    entry.file_type().is_some_and(|kind| kind.is_file())
-}
-
-/// The walker's filter: false prunes the entry (and, for a folder, all below it).
-fn keep(entry: &DirEntry, skip_always: bool, confine_to: Option<&Path>) -> bool {
-    if entry.depth() == 0 {
-        return true;
-    }
-    if skip_always
-        && entry.file_type().is_some_and(|kind| kind.is_dir())
-        && entry
-            .file_name()
-            .to_str()
-            .is_some_and(|name| ALWAYS_SKIPPED.contains(&name))
-    {
-        return false;
-    }
-    if entry.path_is_symlink()
-        && let Some(workspace) = confine_to
-    {
-        // A link is followed only if its real target exists inside the workspace.
-        return std::fs::canonicalize(entry.path()).is_ok_and(|real| real.starts_with(workspace));
-    }
-    true
-}
-
-/// Whether `root` lies inside (or is) a folder named like one of [`ALWAYS_SKIPPED`], counting
-/// only the components below the workspace when the root is inside it.
-fn inside_skipped_folder(root: &Path, workspace: &Path) -> bool {
-    let below = root.strip_prefix(workspace).unwrap_or(root);
+/// Whether a path (below the workspace) has a component named one of `names`.
+fn inside_folder_named(below: &Path, names: &[&str]) -> bool {
     below.components().any(|component| match component {
-        Component::Normal(name) => name
-            .to_str()
-            .is_some_and(|name| ALWAYS_SKIPPED.contains(&name)),
+        Component::Normal(name) => name.to_str().is_some_and(|name| names.contains(&name)),
         _ => false,
     })
 }
@@ -243,10 +225,52 @@ where
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_ordered_walk_is_depth_first_by_name_and_stoppable() {
+    /// A workspace holding `files` (a path ending in `/` is an empty folder).
+    fn tree(files: &[&str]) -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
+        for file in files {
+            let path = dir.path().join(file);
+            if file.ends_with('/') {
+                std::fs::create_dir_all(&path).unwrap();
+                continue;
+            }
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, format!("{file}\n")).unwrap();
+        }
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        (dir, ctx)
+    }
+
+    /// Every file of a walk, relative to the workspace, in the order given, with a result for
+    /// each file whose name contains `hit`.
+    fn walk(walker: &Walker, threads: usize, max_results: usize) -> (Walked<()>, Vec<String>) {
+        let stop = AtomicBool::new(false);
+        let make = || {
+            |path: &Path| Outcome {
+                results: usize::from(path.to_string_lossy().contains("hit")),
+                skipped: None,
+                value: (),
+            }
+        };
+        let walked = walker.walk(threads, &stop, max_results, &|_: &Path| true, &make);
+        let files = walked
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::File(path, _) => Some(
+                    path.strip_prefix(walker.root())
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                ),
+                _ => None,
+            })
+            .collect();
+        (walked, files)
+    }
+
+    #[test]
+    fn the_walk_is_depth_first_by_name_whatever_the_threads() {
         let mut files = vec!["a.txt".to_owned(), "m.txt".to_owned(), "zz".to_owned()];
         for top in ["b", "c", "n"] {
             for sub in ["x", "x.d", "y"] {
@@ -256,19 +280,12 @@ mod tests {
             }
             files.push(format!("{top}/a"));
         }
-        for file in &files {
-            let path = root.join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "").unwrap();
-        }
-        std::fs::write(root.join(".gitignore"), "c/y/\n").unwrap();
-        std::os::unix::fs::symlink(".", root.join("loop")).unwrap();
-        std::fs::create_dir_all(root.join("target/x")).unwrap();
-        std::fs::write(root.join("target/x/skipped"), "").unwrap();
-        let ctx = ToolContext::new(root).unwrap();
-        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx);
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let (dir, ctx) = tree(&names);
+        std::fs::write(dir.path().join(".gitignore"), "c/y/\n").unwrap();
+        std::os::unix::fs::symlink(".", dir.path().join("loop")).unwrap();
         // Depth first, each folder sorted by name: `b/x/…` before `b/x.d/…` (a plain sort of
-        // the whole paths would put `x.d/` first); ignored, skipped and looping paths left out.
+        // the whole paths would put `x.d/` first); ignored and looping paths left out.
         let mut expected = vec![".gitignore".to_owned(), "a.txt".to_owned()];
         for top in ["b", "c", "n"] {
             expected.push(format!("{top}/a"));
@@ -283,44 +300,222 @@ mod tests {
             }
         }
         expected.push("zz".to_owned());
-        let expected: Vec<PathBuf> = expected
-            .iter()
-            .map(|path| ctx.workspace().join(path))
-            .collect();
-        let stop = AtomicBool::new(false);
-        for _ in 0..3 {
-            let mut got = Vec::new();
-            walker.files_in_order(&stop, |path| {
-                got.push(path);
-                true
-            });
-            assert_eq!(got, expected);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        for threads in [1, 2, 3, 8] {
+            for _ in 0..3 {
+                let (walked, got) = walk(&walker, threads, usize::MAX);
+                assert_eq!(got, expected, "{threads} threads");
+                let tally = walked.tally();
+                assert_eq!(tally.get(Rule::GitIgnore).folders, 1);
+                assert_eq!(tally.get(Rule::Link).files, 1);
+                assert_eq!(walked.files_seen, expected.len());
+            }
         }
-        // Stopping part-way ends the walk.
-        let mut seen = 0;
-        walker.files_in_order(&stop, |_| {
-            seen += 1;
-            seen < 100
-        });
-        assert_eq!(seen, 100);
     }
 
     #[test]
-    fn skipped_folders_are_judged_below_the_workspace() {
-        let workspace = Path::new("/home/me/target/ws");
-        assert!(!inside_skipped_folder(workspace, workspace));
-        assert!(!inside_skipped_folder(&workspace.join("src"), workspace));
-        assert!(inside_skipped_folder(
-            &workspace.join("target/debug"),
-            workspace
-        ));
-        assert!(inside_skipped_folder(
-            &workspace.join("web/node_modules/x"),
-            workspace
-        ));
-        assert!(inside_skipped_folder(
-            Path::new("/elsewhere/.git"),
-            workspace
-        ));
+    fn the_cap_cuts_at_the_same_file_and_stops_the_walk_early() {
+        let files: Vec<String> = (0..40)
+            .flat_map(|folder| {
+                (0..50).map(move |file| {
+                    let name = if file % 10 == 3 { "hit" } else { "miss" };
+                    format!("d{folder:02}/{name}{file:02}")
+                })
+            })
+            .collect();
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let (_dir, ctx) = tree(&names);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        for threads in [1, 2, 4] {
+            for _ in 0..5 {
+                let (walked, got) = walk(&walker, threads, 7);
+                // 5 hits per folder: the 7th is the 2nd hit of the 2nd folder, `d01/hit13`.
+                assert_eq!(got.last().map(String::as_str), Some("d01/hit13"));
+                // Hits sort before misses: `d01/hit13` is the second file of `d01`.
+                assert_eq!(got.len(), 50 + 2);
+                // Taken smallest first, nothing past the cut: at most a chunk per thread more.
+                assert!(
+                    walked.opened <= 52 + threads * ordered::CHUNK,
+                    "{threads} threads opened {} files",
+                    walked.opened
+                );
+            }
+        }
+        let (walked, got) = walk(&walker, 2, usize::MAX);
+        assert_eq!(got.len(), 2_000);
+        assert_eq!(walked.opened, 2_000);
+    }
+
+    #[test]
+    fn a_set_stop_flag_stops_the_walk() {
+        let (_dir, ctx) = tree(&["a/1", "a/2", "b/3"]);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        let stop = AtomicBool::new(true);
+        let make = || {
+            |_: &Path| Outcome {
+                results: 0,
+                skipped: None,
+                value: (),
+            }
+        };
+        let walked = walker.walk(2, &stop, usize::MAX, &|_: &Path| true, &make);
+        assert_eq!(walked.opened, 0);
+        assert!(walked.items.is_empty());
+    }
+
+    #[test]
+    fn what_is_left_out_and_why() {
+        let (dir, ctx) = tree(&[
+            ".gitignore",
+            ".ignore",
+            ".git/config",
+            ".git/info/exclude",
+            "a.log",
+            "keep.rs",
+            "notes.bak",
+            "local.txt",
+            "logs/x.rs",
+            // A real cargo target folder, and a source folder that is merely named `target`.
+            "target/CACHEDIR.TAG",
+            "target/debug/x.rs",
+            "src/target/apple.rs",
+            "src/target/llvm.rs",
+            // A package folder next to a package.json, and a `node_modules` that is not one.
+            "web/package.json",
+            "web/node_modules/left-pad/index.js",
+            "docs/node_modules/example.md",
+            "sub/.git/HEAD",
+            "sub/lib.rs",
+        ]);
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "*.log\nlogs/\n").unwrap();
+        std::fs::write(root.join(".ignore"), "*.bak\n").unwrap();
+        std::fs::write(root.join(".git/info/exclude"), "local.txt\n").unwrap();
+        std::os::unix::fs::symlink("/", root.join("escape")).unwrap();
+        std::os::unix::fs::symlink("missing", root.join("broken")).unwrap();
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        let (walked, files) = walk(&walker, 2, usize::MAX);
+        assert_eq!(
+            files,
+            [
+                ".gitignore",
+                ".ignore",
+                "docs/node_modules/example.md",
+                "keep.rs",
+                "src/target/apple.rs",
+                "src/target/llvm.rs",
+                "sub/lib.rs",
+                "web/package.json",
+            ]
+        );
+        let tally = walked.tally();
+        let counts = |rule| {
+            let counts = tally.get(rule);
+            (counts.folders, counts.files)
+        };
+        assert_eq!(counts(Rule::GitIgnore), (1, 1));
+        assert_eq!(counts(Rule::DotIgnore), (0, 1));
+        assert_eq!(counts(Rule::GitExclude), (0, 1));
+        assert_eq!(counts(Rule::GitFolder), (2, 0));
+        assert_eq!(counts(Rule::BuildFolder), (2, 0));
+        assert_eq!(counts(Rule::Link), (0, 2));
+        assert_eq!(tally.total(), 10);
+
+        // `no_ignore` walks ignored files and build folders, never `.git`.
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, true);
+        let (walked, files) = walk(&walker, 2, usize::MAX);
+        for file in [
+            "a.log",
+            "local.txt",
+            "logs/x.rs",
+            "notes.bak",
+            "target/debug/x.rs",
+            "web/node_modules/left-pad/index.js",
+        ] {
+            assert!(files.contains(&file.to_owned()), "{file} in {files:?}");
+        }
+        assert!(
+            !files.iter().any(|file| file.contains(".git/")),
+            "{files:?}"
+        );
+        let tally = walked.tally();
+        assert_eq!(tally.get(Rule::GitFolder).folders, 2);
+        assert_eq!(tally.total(), 4);
+        assert_eq!(tally.walk_limit, None);
+    }
+
+    #[test]
+    fn a_root_inside_a_build_or_git_folder_is_walked_whole() {
+        let (_dir, ctx) = tree(&[
+            "target/CACHEDIR.TAG",
+            "target/debug/x.rs",
+            "target/debug/target/CACHEDIR.TAG",
+            ".git/objects/ab",
+        ]);
+        for (root, want) in [
+            (
+                "target",
+                vec!["CACHEDIR.TAG", "debug/target/CACHEDIR.TAG", "debug/x.rs"],
+            ),
+            (".git", vec!["objects/ab"]),
+        ] {
+            let walker = Walker::new(ctx.workspace().join(root), &ctx, false);
+            let (_, files) = walk(&walker, 2, usize::MAX);
+            assert_eq!(files, want, "{root}");
+        }
+    }
+
+    #[test]
+    fn a_no_ignore_walk_is_bounded() {
+        let files: Vec<String> = (0..200).map(|file| format!("d/f{file:03}")).collect();
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let (_dir, ctx) = tree(&names);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, true).with_file_limit(50);
+        let (walked, files) = walk(&walker, 2, usize::MAX);
+        assert_eq!(walked.walk_limit, Some(50));
+        assert!(files.len() < 200, "{}", files.len());
+        assert!(
+            walked
+                .tally()
+                .sentence(true)
+                .contains("the walk stopped after 50 files")
+        );
+        assert_eq!(
+            NO_IGNORE_FILES,
+            Walker::new(ctx.workspace().to_path_buf(), &ctx, true).file_limit
+        );
+    }
+
+    #[test]
+    fn link_loops_end() {
+        let (dir, ctx) = tree(&["a/file", "b/file"]);
+        let root = dir.path();
+        // a/to_b -> b and b/to_a -> a: `a/to_b/to_a` leads back to `a`, a folder on its own
+        // path, and is left out; so are `a/up` and the others of that kind.
+        std::os::unix::fs::symlink(root.join("b"), root.join("a/to_b")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("b/to_a")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("a/up")).unwrap();
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        let (_, files) = walk(&walker, 2, usize::MAX);
+        assert_eq!(files, ["a/file", "a/to_b/file", "b/file", "b/to_a/file"]);
+    }
+
+    #[test]
+    fn names_are_judged_below_the_workspace() {
+        let cases: &[(&str, bool)] = &[
+            ("", false),
+            ("src", false),
+            ("target/debug", true),
+            ("web/node_modules/x", true),
+            ("targets", false),
+        ];
+        for (below, want) in cases {
+            assert_eq!(
+                inside_folder_named(Path::new(below), &BUILD_NAMES),
+                *want,
+                "{below}"
+            );
+        }
+        assert!(inside_folder_named(Path::new("x/.git/objects"), &[".git"]));
     }
 }

@@ -1,6 +1,6 @@
 //! The arguments of `grep`, and turning them into a compiled [`Query`].
 
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{ErrorKind, RegexMatcherBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -47,9 +47,37 @@ pub(crate) struct GrepArgs {
     /// `content` (default): matching lines; `files`: matching file paths; `count`: matching
     /// lines per file.
     pub(super) output: Option<OutputMode>,
-    /// The most results returned (lines for `content`, files for `files` and `count`); the
-    /// search stops there. Default: 100.
+    /// The most results returned (lines for `content`, files for `files` and `count`), at least
+    /// 1; the search stops there. Default: 100.
+    #[schemars(range(min = 1))]
     pub(super) max_matches: Option<usize>,
+    /// Also search files that .gitignore, .ignore or .git/info/exclude leave out, and build or
+    /// package folders (`target`, `node_modules`); `.git` folders stay out, and the walk stops
+    /// after 100,000 files. Default: false.
+    #[serde(default)]
+    pub(super) no_ignore: bool,
+}
+
+/// Why `pattern` does not compile, in words about the pattern as the model wrote it.
+fn regex_error(pattern: &str, error: &grep_regex::Error) -> GrepError {
+    let newline = matches!(error.kind(), ErrorKind::NotAllowed(_)) || pattern.contains('\n');
+    if newline {
+        return GrepError::Newline {
+            pattern: pattern.replace('\n', "\\n"),
+        };
+    }
+    // grep-regex parses the pattern wrapped as `(?:…)`, and its message shows that wrapping:
+    // parse it again as written, with the same syntax, for a message that shows the pattern.
+    let message = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .err()
+        .map_or_else(|| error.to_string(), |error| error.to_string());
+    GrepError::Regex {
+        pattern: pattern.to_owned(),
+        message,
+    }
 }
 
 impl GrepArgs {
@@ -76,10 +104,7 @@ impl GrepArgs {
             .case_insensitive(self.ignore_case)
             .line_terminator(Some(b'\n'))
             .build(&self.pattern)
-            .map_err(|error| GrepError::Regex {
-                pattern: self.pattern.clone(),
-                message: error.to_string(),
-            })?;
+            .map_err(|error| regex_error(&self.pattern, &error))?;
         let include = self.include.as_deref().map(Include::new).transpose()?;
         Ok(Query {
             matcher,

@@ -16,6 +16,18 @@ pub(crate) enum GrepError {
         /// The regex parser's message.
         message: String,
     },
+    /// The pattern would have to match a line break, which a line-by-line search never sees.
+    #[error(
+        "the pattern `{pattern}` holds a line break (a newline, or `\\n`), but grep matches one \
+         line at a time, so it could never match. Search for one line instead: the most \
+         distinctive line of the text you are after, or `first part.*second part` for two \
+         pieces of the same line; then `read` the file around the match, or set `context`, to \
+         see the lines next to it"
+    )]
+    Newline {
+        /// The pattern as given, its newlines written as `\n`.
+        pattern: String,
+    },
     /// The `include` glob does not parse.
     #[error("invalid `include` glob: {source}. Fix it: `*.rs`, `*.{{ts,tsx}}`, `src/**/*.py`")]
     Include {

@@ -1,35 +1,20 @@
-//! Searching a tree on several threads while keeping walk order, and stopping as soon as the
-//! first `max_matches` results are known.
+//! Searching a tree: the shared walker hands each file that `include` keeps to a search
+//! thread, puts the results back in walk order, and stops as soon as the first `max_matches`
+//! results in that order are known.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
-use std::time::Duration;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use vak_tool_core::ToolContext;
 
 use super::query::Query;
 use super::report::Report;
-use super::sink::{FileResult, search_file};
-use crate::walk::Walker;
+use super::sink::search_file;
+use crate::walk::{Item, Outcome, Walker};
 
-/// Batches of files queued ahead of the searchers.
-const QUEUE_BATCHES: usize = 4;
-/// The most files in one batch.
-const MAX_BATCH: usize = 32;
-/// How far (in files) a batch may start past the files already accounted for.
-const AHEAD: usize = 64;
-
-/// Searches the tree in walk order on `threads` searcher threads, stopping as soon as the first
-/// `max_matches` results (in that order) are known, or when `stop` is set.
-///
-/// The walker hands out numbered batches of paths (1, 2, 4, … up to [`MAX_BATCH`] files, so a
-/// small search starts at once and a large one pays one hand-over per batch, not per file).
-/// A searcher that finishes a batch files its results under a lock, in walk order, and sets the
-/// stop flag itself once the cap is reached. No batch starting more than [`AHEAD`] files past
-/// the files already accounted for is searched until the accounting catches up, so the work
-/// done past the cap is bounded whatever the scheduler does.
+/// Searches the tree below `walker`'s root on `threads` threads (see [`Walker::walk`]):
+/// the report holds the first `max_matches` results in walk order and counts what was searched
+/// and left out up to the last of them.
 pub(super) fn search_tree(
     query: &Query,
     walker: &Walker,
@@ -37,115 +22,40 @@ pub(super) fn search_tree(
     stop: &AtomicBool,
     threads: usize,
 ) -> Report {
-    /// The results accounted for so far, and the batches that came back early.
-    struct Progress {
-        report: Report,
-        early: BTreeMap<usize, Vec<(PathBuf, FileResult)>>,
-        /// The walk index of the first file not yet accounted for.
-        next: usize,
-    }
-    let opened = AtomicUsize::new(0);
-    let (job_sender, job_receiver) = mpsc::sync_channel::<(usize, Vec<PathBuf>)>(QUEUE_BATCHES);
-    let jobs = Mutex::new(job_receiver);
-    let progress = Mutex::new(Progress {
-        report: Report::default(),
-        early: BTreeMap::new(),
-        next: 0,
-    });
-    let advanced = Condvar::new();
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut next_index = 0;
-            let mut batch = Vec::with_capacity(MAX_BATCH);
-            let mut batch_size = 1;
-            walker.files_in_order(stop, |path| {
-                if let Some(include) = &query.include
-                    && !include.allows(walker.root(), &path)
-                {
-                    return true;
-                }
-                batch.push(path);
-                if batch.len() < batch_size {
-                    return true;
-                }
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
-                let first = next_index;
-                next_index += full.len();
-                batch_size = (batch_size * 2).min(MAX_BATCH);
-                job_sender.send((first, full)).is_ok()
-            });
-            if !batch.is_empty() {
-                let _ = job_sender.send((next_index, batch));
-            }
-            drop(job_sender);
-        });
-        for _ in 0..threads.max(1) {
-            let (jobs, opened, progress, advanced) = (&jobs, &opened, &progress, &advanced);
-            scope.spawn(move || {
-                let mut searcher = query.searcher();
-                loop {
-                    let job = match jobs.lock() {
-                        Ok(receiver) => receiver.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((first, paths)) = job else { return };
-                    // Wait while this batch is too far ahead of the accounted results.
-                    let Ok(mut state) = progress.lock() else {
-                        return;
-                    };
-                    while first > state.next + AHEAD && !stop.load(Ordering::Relaxed) {
-                        state = match advanced.wait_timeout(state, Duration::from_millis(20)) {
-                            Ok((state, _)) => state,
-                            Err(_) => return,
-                        };
-                    }
-                    drop(state);
-                    let mut found = Vec::with_capacity(paths.len());
-                    // Results in this batch: once they fill the cap, nothing later counts.
-                    let mut counted = 0;
-                    for path in paths {
-                        if stop.load(Ordering::Relaxed) || counted >= query.max_matches {
-                            break;
-                        }
-                        opened.fetch_add(1, Ordering::Relaxed);
-                        let file = search_file(&mut searcher, query, &path);
-                        counted += query.results_in(&file);
-                        found.push((path, file));
-                    }
-                    let Ok(mut state) = progress.lock() else {
-                        return;
-                    };
-                    state.early.insert(first, found);
-                    // A batch cut short only ever follows the results that filled the cap.
-                    loop {
-                        let next = state.next;
-                        let Some(found) = state.early.remove(&next) else {
-                            break;
-                        };
-                        state.next += found.len();
-                        for (path, file) in found {
-                            state.report.add(query, ctx, &path, file);
-                        }
-                        if state.report.capped {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    drop(state);
-                    advanced.notify_all();
-                }
-            });
-        }
-    });
-    let mut report = match progress.into_inner() {
-        Ok(progress) => progress.report,
-        Err(poisoned) => poisoned.into_inner().report,
+    let root = walker.root();
+    let select = |path: &Path| {
+        query
+            .include
+            .as_ref()
+            .is_none_or(|include| include.allows(root, path))
     };
-    report.files_opened = opened.into_inner();
+    let make_worker = || {
+        let mut searcher = query.searcher();
+        move |path: &Path| {
+            let file = search_file(&mut searcher, query, path);
+            Outcome {
+                results: query.results_in(&file),
+                skipped: file.skipped(),
+                value: file,
+            }
+        }
+    };
+    let walked = walker.walk(threads, stop, query.max_matches, &select, &make_worker);
+    let mut report = Report::new(walked.tally(), walker.no_ignore());
+    report.files_searched = walked.files_searched();
+    report.files_opened = walked.opened;
+    for item in walked.items {
+        if let Item::File(path, outcome) = item {
+            report.add(query, ctx, &path, outcome.value);
+        }
+    }
     report
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use grep_regex::RegexMatcherBuilder;
 
     use super::*;
@@ -172,7 +82,7 @@ mod tests {
             std::fs::write(dir.path().join(format!("f{index:05}.txt")), "hit\n").unwrap();
         }
         let ctx = ToolContext::new(dir.path()).unwrap();
-        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
         let stop = AtomicBool::new(false);
         for threads in [1, 2, 4] {
             let report = search_tree(
@@ -185,12 +95,13 @@ mod tests {
             stop.store(false, Ordering::Relaxed);
             assert!(report.capped);
             assert_eq!(report.results, 5);
-            // The queue and the searchers bound what is opened after the cap.
+            // Jobs are taken in walk order: past the cap, at most a chunk per thread.
             assert!(
-                report.files_opened <= 5 + AHEAD + MAX_BATCH,
+                report.files_opened <= 5 + threads * 16,
                 "{threads} threads opened {} files",
                 report.files_opened
             );
+            assert_eq!(report.files_searched, 5);
             let first: Vec<&str> = report.text.lines().collect();
             assert_eq!(
                 first,
@@ -221,7 +132,7 @@ mod tests {
             std::fs::write(dir.path().join(format!("f{index}.txt")), "hit\n").unwrap();
         }
         let ctx = ToolContext::new(dir.path()).unwrap();
-        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
         let stop = AtomicBool::new(true);
         let report = search_tree(
             &query("hit", OutputMode::Files, 1000),

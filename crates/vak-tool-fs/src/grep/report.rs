@@ -1,13 +1,15 @@
 //! What a whole search found, in walk order, and its text in each of the three output modes
-//! (`content` lines with context, `files`, `count`).
+//! (`content` lines with context, `files`, `count`), ending with what was searched and what was
+//! left out.
 
 use std::path::Path;
 
-use vak_tool_core::ToolContext;
+use vak_tool_core::{ToolContext, human};
 
 use super::args::OutputMode;
 use super::query::Query;
 use super::sink::{FileResult, Hit};
+use crate::walk::Tally;
 
 /// What a whole search found, in order.
 #[derive(Debug, Default)]
@@ -16,28 +18,31 @@ pub(super) struct Report {
     pub(super) text: String,
     /// Results counted against `max_matches`.
     pub(super) results: usize,
-    files_searched: usize,
-    binary_skipped: usize,
-    unreadable: usize,
     /// True once `max_matches` results were gathered.
     pub(super) capped: bool,
-    /// Files opened for searching (the proof of early exit in tests).
+    /// Files whose content was searched (up to the last result when capped).
+    pub(super) files_searched: usize,
+    /// Files opened for searching, past the cap included (the proof of early exit in tests).
     pub(super) files_opened: usize,
+    /// What was left out, by rule.
+    tally: Tally,
+    /// Whether ignore files were set aside.
+    no_ignore: bool,
 }
 
 impl Report {
+    /// An empty report that will say `tally` was left out.
+    pub(super) fn new(tally: Tally, no_ignore: bool) -> Self {
+        Self {
+            tally,
+            no_ignore,
+            ..Self::default()
+        }
+    }
+
     /// Appends one file's result (files arrive in walk order).
     pub(super) fn add(&mut self, query: &Query, ctx: &ToolContext, path: &Path, file: FileResult) {
-        self.files_searched += 1;
-        if file.binary {
-            self.binary_skipped += 1;
-            return;
-        }
-        if file.unreadable {
-            self.unreadable += 1;
-            return;
-        }
-        if file.matched == 0 || self.capped {
+        if file.matched == 0 || self.capped || file.skipped().is_some() {
             return;
         }
         let shown = ctx.display_path(path);
@@ -97,6 +102,15 @@ impl Report {
         self.text.push('\n');
     }
 
+    /// `12 files searched; 3 skipped: …`.
+    fn accounting(&self) -> String {
+        format!(
+            "{} searched; {}",
+            human::count(self.files_searched as u64, "file", "files"),
+            self.tally.sentence(self.no_ignore)
+        )
+    }
+
     pub(super) fn render(
         mut self,
         pattern: &str,
@@ -105,16 +119,11 @@ impl Report {
         max: usize,
     ) -> String {
         if self.results == 0 {
-            let mut text = if single_file {
-                format!("No matches for `{pattern}` in {target}")
-            } else {
-                format!(
-                    "No matches for `{pattern}` in {target} ({} files searched; ignored files, \
-                     binary files and .git, node_modules and target folders were skipped)",
-                    self.files_searched
-                )
-            };
-            if single_file && self.binary_skipped > 0 {
+            let mut text = format!(
+                "No matches for `{pattern}` in {target} ({})",
+                self.accounting()
+            );
+            if single_file && self.tally.get(crate::walk::Rule::Binary).files > 0 {
                 text.push_str(": it is a binary file, which grep skips; use `read` to look at it");
             }
             text.push('.');
@@ -126,7 +135,8 @@ impl Report {
                  `include`, search a smaller `path`, or raise `max_matches` to see more.]\n"
             ));
         }
-        self.text.pop();
+        let accounting = self.accounting();
+        self.text.push_str(&format!("[{accounting}]"));
         self.text
     }
 }

@@ -8,6 +8,7 @@ use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use super::args::OutputMode;
 use super::long_line::render_line;
 use super::query::Query;
+use crate::walk::Rule;
 
 /// One line of a file's result.
 #[derive(Debug)]
@@ -41,6 +42,19 @@ pub(super) struct FileResult {
     pub(super) binary: bool,
     /// The file could not be read.
     pub(super) unreadable: bool,
+}
+
+impl FileResult {
+    /// Why the file's content was not searched, if it was not.
+    pub(super) fn skipped(&self) -> Option<Rule> {
+        if self.binary {
+            Some(Rule::Binary)
+        } else if self.unreadable {
+            Some(Rule::Unreadable)
+        } else {
+            None
+        }
+    }
 }
 
 /// Collects one file's hits.

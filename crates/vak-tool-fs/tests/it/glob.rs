@@ -58,6 +58,9 @@ pub(crate) async fn call(dir: &Path, tool: &str, args: Value) -> ToolOutput {
 pub(crate) enum Expect<'a> {
     /// Exactly these lines, in this order.
     Lines(&'a [&'a str]),
+    /// Exactly these lines, in this order, before the bracketed lines that end the result (the
+    /// cap and the count of what was looked at and skipped).
+    Listing(&'a [&'a str]),
     /// A successful result containing this text.
     Says(&'a str),
     /// An error containing this text.
@@ -71,6 +74,17 @@ pub(crate) fn check(name: &str, out: &ToolOutput, expect: &Expect<'_>) {
             assert!(!out.is_error, "{name}: unexpected error: {text}");
             let got: Vec<&str> = text.lines().collect();
             assert_eq!(&got, lines, "{name}:\n{text}");
+        }
+        Expect::Listing(lines) => {
+            assert!(!out.is_error, "{name}: unexpected error: {text}");
+            let got: Vec<&str> = text.lines().filter(|line| !line.starts_with('[')).collect();
+            assert_eq!(&got, lines, "{name}:\n{text}");
+            assert!(
+                text.lines()
+                    .last()
+                    .is_some_and(|line| line.starts_with('[') && line.contains(" skipped")),
+                "{name}: no count of what was skipped at the end:\n{text}"
+            );
         }
         Expect::Says(part) => {
             assert!(!out.is_error, "{name}: unexpected error: {text}");
@@ -102,8 +116,15 @@ fn tree() -> tempfile::TempDir {
         (".git/info/exclude", b"excluded.rs\n"),
         ("node_modules/pkg/index.js", b"\n"),
         ("node_modules/pkg/lib.rs", b"\n"),
+        (
+            "target/CACHEDIR.TAG",
+            b"Signature: 8a477f597d28d172789f06886806bc55\n",
+        ),
         ("target/debug/build.rs", b"\n"),
+        // A folder merely named `target` (no build markers) is source, and is searched.
         ("sub/target/gen.rs", b"\n"),
+        // `node_modules` next to a package.json is a package folder.
+        ("package.json", b"{}\n"),
         ("sub/keep.rs", b"\n"),
         // Ignore files: the root .gitignore with a negation, a nested one, .ignore, and
         // .git/info/exclude.
@@ -128,12 +149,12 @@ async fn glob_cases() {
         (
             "a pattern without / stays at the top",
             json!({"pattern": "*.rs"}),
-            Expect::Lines(&["top.rs"]),
+            Expect::Listing(&["top.rs"]),
         ),
         (
             "** crosses folders; ignored and always-skipped files are left out",
             json!({"pattern": "**/*.rs"}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 ".config/tool.rs",
                 "nested/ok.rs",
                 "src/a/b/deeper.rs",
@@ -141,23 +162,24 @@ async fn glob_cases() {
                 "src/lib.rs",
                 "src/main.rs",
                 "sub/keep.rs",
+                "sub/target/gen.rs",
                 "top.rs",
             ]),
         ),
         (
             "* does not cross /",
             json!({"pattern": "src/*.rs"}),
-            Expect::Lines(&["src/lib.rs", "src/main.rs"]),
+            Expect::Listing(&["src/lib.rs", "src/main.rs"]),
         ),
         (
             "* does not cross / in the middle either",
             json!({"pattern": "src/*/deep.rs"}),
-            Expect::Lines(&["src/a/deep.rs"]),
+            Expect::Listing(&["src/a/deep.rs"]),
         ),
         (
             "braces",
             json!({"pattern": "**/*.{md,toml}"}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 ".hidden.toml",
                 "Cargo.toml",
                 "README.md",
@@ -168,32 +190,58 @@ async fn glob_cases() {
         (
             "character class",
             json!({"pattern": "src/[lm]*.rs"}),
-            Expect::Lines(&["src/lib.rs", "src/main.rs"]),
+            Expect::Listing(&["src/lib.rs", "src/main.rs"]),
         ),
         (
             "hidden files are included",
             json!({"pattern": ".*"}),
-            Expect::Lines(&[".gitignore", ".hidden.toml", ".ignore"]),
+            Expect::Listing(&[".gitignore", ".hidden.toml", ".ignore"]),
         ),
         (
             "a negated .gitignore rule keeps the file",
             json!({"pattern": "**/*.log"}),
-            Expect::Lines(&["keep.log"]),
+            Expect::Listing(&["keep.log"]),
         ),
         (
             "path narrows the search and paths stay relative to the cwd",
             json!({"pattern": "**/*.rs", "path": "src/a"}),
-            Expect::Lines(&["src/a/b/deeper.rs", "src/a/deep.rs"]),
+            Expect::Listing(&["src/a/b/deeper.rs", "src/a/deep.rs"]),
+        ),
+        (
+            "no_ignore lists ignored files and build folders, never .git",
+            json!({"pattern": "**/*.rs", "no_ignore": true}),
+            Expect::Listing(&[
+                ".config/tool.rs",
+                "build/out.rs",
+                "excluded.rs",
+                "nested/ok.rs",
+                "nested/secret.rs",
+                "node_modules/pkg/lib.rs",
+                "scratch.rs",
+                "src/a/b/deeper.rs",
+                "src/a/deep.rs",
+                "src/lib.rs",
+                "src/main.rs",
+                "sub/keep.rs",
+                "sub/target/gen.rs",
+                "target/debug/build.rs",
+                "top.rs",
+            ]),
+        ),
+        (
+            "no_ignore still never enters .git",
+            json!({"pattern": "**/config", "no_ignore": true}),
+            Expect::Says("No files match `**/config`"),
         ),
         (
             "a search path inside target is searched",
             json!({"pattern": "**/*.rs", "path": "target"}),
-            Expect::Lines(&["target/debug/build.rs"]),
+            Expect::Listing(&["target/debug/build.rs"]),
         ),
         (
             "a pattern naming node_modules searches it",
             json!({"pattern": "node_modules/**/*.js"}),
-            Expect::Lines(&["node_modules/pkg/index.js"]),
+            Expect::Listing(&["node_modules/pkg/index.js"]),
         ),
         (
             "no match is not an error and says what was searched",
@@ -252,6 +300,37 @@ async fn glob_cases() {
     }
 }
 
+/// Every result says how much was looked at and what was skipped, by rule, with numbers.
+#[tokio::test]
+async fn every_result_counts_what_was_skipped() {
+    let dir = tree();
+    let skipped = "9 skipped: 1 folder and 2 files ignored by .gitignore, 1 file ignored by \
+                   .ignore, 1 file ignored by .git/info/exclude, 1 .git folder, 2 build or \
+                   package folders (target, node_modules), 1 symbolic link leading outside the \
+                   workspace, nowhere or into a loop; `no_ignore: true` includes ignored files \
+                   and build folders";
+    std::os::unix::fs::symlink("/", dir.path().join("root_link")).unwrap();
+    let out = call(dir.path(), "glob", json!({"pattern": "**/*.rs"})).await;
+    let last = out.text_content().lines().last().unwrap().to_owned();
+    assert_eq!(last, format!("[19 files looked at; {skipped}]"));
+    let out = call(dir.path(), "glob", json!({"pattern": "**/*.zig"})).await;
+    assert_eq!(
+        out.text_content(),
+        format!("No files match `**/*.zig` in . (19 files looked at; {skipped}).")
+    );
+    let out = call(
+        dir.path(),
+        "glob",
+        json!({"pattern": "**/*.zig", "no_ignore": true}),
+    )
+    .await;
+    assert_eq!(
+        out.text_content(),
+        "No files match `**/*.zig` in . (28 files looked at; 2 skipped: 1 .git folder, 1 \
+         symbolic link leading outside the workspace, nowhere or into a loop)."
+    );
+}
+
 #[tokio::test]
 async fn paths_are_relative_to_the_cwd() {
     let dir = tree();
@@ -274,7 +353,7 @@ async fn paths_are_relative_to_the_cwd() {
     check(
         "below the cwd",
         &out,
-        &Expect::Lines(&["a/b/deeper.rs", "a/deep.rs", "lib.rs", "main.rs"]),
+        &Expect::Listing(&["a/b/deeper.rs", "a/deep.rs", "lib.rs", "main.rs"]),
     );
 }
 
@@ -292,7 +371,7 @@ async fn newest_first_then_by_path() {
     check(
         "mtime order",
         &out,
-        &Expect::Lines(&["c.txt", "a.txt", "b.txt", "d.txt"]),
+        &Expect::Listing(&["c.txt", "a.txt", "b.txt", "d.txt"]),
     );
 }
 
@@ -314,6 +393,7 @@ async fn results_are_capped_with_a_count() {
             "f2.txt",
             "[7 files matched; these are the 3 most recently modified. Narrow the pattern or the \
              path to see the others.]",
+            "[7 files looked at; 0 skipped]",
         ]),
     );
 }
@@ -326,7 +406,7 @@ async fn the_same_tree_gives_the_same_output() {
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
     let dir = workspace(&files);
     let first = call(dir.path(), "glob", json!({"pattern": "**/*.rs"})).await;
-    assert_eq!(first.text_content().lines().count(), 300);
+    assert_eq!(first.text_content().lines().count(), 301);
     for _ in 0..5 {
         let again = call(dir.path(), "glob", json!({"pattern": "**/*.rs"})).await;
         assert_eq!(first, again);
@@ -343,7 +423,17 @@ async fn symlinks_inside_are_followed_loops_and_escapes_are_not() {
     std::os::unix::fs::symlink("self", root.join("self")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
     let out = call(root, "glob", json!({"pattern": "**/*.rs"})).await;
-    check("links", &out, &Expect::Lines(&["linked/a.rs", "src/a.rs"]));
+    check(
+        "links",
+        &out,
+        &Expect::Lines(&[
+            "linked/a.rs",
+            "src/a.rs",
+            // `src/loop`, `linked/loop` (back to `src`, followed once already), `self`, `escape`.
+            "[2 files looked at; 4 skipped: 4 symbolic links leading outside the workspace, \
+             nowhere or into a loop]",
+        ]),
+    );
 }
 
 #[tokio::test]

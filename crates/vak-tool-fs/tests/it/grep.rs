@@ -38,8 +38,15 @@ fn tree() -> tempfile::TempDir {
         ("latin.txt", b"caf\xe9 hello\r\n"),
         ("min.js", &minified),
         (".git/config", b"hello\n"),
+        ("package.json", b"{}\n"),
         ("node_modules/m/x.js", b"hello\n"),
+        ("target/CACHEDIR.TAG", b"hello\n"),
         ("target/t.rs", b"hello\n"),
+        // Not a build folder: no markers.
+        (
+            "src/target/gen.rs",
+            b"// hello from a source folder named target\n",
+        ),
         ("src/lib.rs", &lines),
         ("src/main.rs", b"fn main() {\n    println!(\"hello\");\n}\n"),
     ])
@@ -52,17 +59,33 @@ async fn grep_cases() {
         (
             "content in walk order; ignored, binary and skipped folders left out; lossy UTF-8",
             json!({"pattern": "hello"}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 ".hidden/h.txt:1:hello from hidden",
                 "README.md:2:hello again",
                 "latin.txt:1:caf\u{FFFD} hello",
                 "src/main.rs:2:    println!(\"hello\");",
+                "src/target/gen.rs:1:// hello from a source folder named target",
+            ]),
+        ),
+        (
+            "no_ignore searches ignored files and build folders, never .git",
+            json!({"pattern": "hello", "output": "files", "no_ignore": true}),
+            Expect::Listing(&[
+                ".hidden/h.txt",
+                "README.md",
+                "ignored.txt",
+                "latin.txt",
+                "node_modules/m/x.js",
+                "src/main.rs",
+                "src/target/gen.rs",
+                "target/CACHEDIR.TAG",
+                "target/t.rs",
             ]),
         ),
         (
             "ignore_case",
             json!({"pattern": "HELLO", "ignore_case": true, "include": "*.md"}),
-            Expect::Lines(&["README.md:1:Hello world", "README.md:2:hello again"]),
+            Expect::Listing(&["README.md:1:Hello world", "README.md:2:hello again"]),
         ),
         (
             "case matters by default",
@@ -72,28 +95,38 @@ async fn grep_cases() {
         (
             "files",
             json!({"pattern": "hello", "output": "files"}),
-            Expect::Lines(&[".hidden/h.txt", "README.md", "latin.txt", "src/main.rs"]),
+            Expect::Listing(&[
+                ".hidden/h.txt",
+                "README.md",
+                "latin.txt",
+                "src/main.rs",
+                "src/target/gen.rs",
+            ]),
         ),
         (
             "count",
             json!({"pattern": "line|hello", "output": "count"}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 ".hidden/h.txt:1",
                 "README.md:1",
                 "latin.txt:1",
                 "src/lib.rs:20",
                 "src/main.rs:1",
+                "src/target/gen.rs:1",
             ]),
         ),
         (
             "include by file name",
             json!({"pattern": "hello", "include": "*.rs"}),
-            Expect::Lines(&["src/main.rs:2:    println!(\"hello\");"]),
+            Expect::Listing(&[
+                "src/main.rs:2:    println!(\"hello\");",
+                "src/target/gen.rs:1:// hello from a source folder named target",
+            ]),
         ),
         (
             "include by path, with braces",
             json!({"pattern": "hello", "include": "{src,.hidden}/*.{rs,txt}"}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 ".hidden/h.txt:1:hello from hidden",
                 "src/main.rs:2:    println!(\"hello\");",
             ]),
@@ -101,7 +134,7 @@ async fn grep_cases() {
         (
             "context and group separators, within and between files",
             json!({"pattern": "match|main", "context": 1}),
-            Expect::Lines(&[
+            Expect::Listing(&[
                 "src/lib.rs-2-line 2",
                 "src/lib.rs:3:line 3 match",
                 "src/lib.rs-4-line 4",
@@ -124,6 +157,7 @@ async fn grep_cases() {
                 "README.md:2:hello again",
                 "[stopped at max_matches = 2: there may be more. Narrow the pattern, add \
                  `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+                "[3 files searched; 1 skipped: 1 .git folder]",
             ]),
         ),
         (
@@ -137,6 +171,7 @@ async fn grep_cases() {
                 "src/lib.rs-6-line 6",
                 "[stopped at max_matches = 2: there may be more. Narrow the pattern, add \
                  `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+                "[1 file searched; 0 skipped]",
             ]),
         ),
         (
@@ -146,6 +181,7 @@ async fn grep_cases() {
                 ".hidden/h.txt",
                 "[stopped at max_matches = 1: there may be more. Narrow the pattern, add \
                  `include`, search a smaller `path`, or raise `max_matches` to see more.]",
+                "[2 files searched; 1 skipped: 1 .git folder]",
             ]),
         ),
         (
@@ -158,7 +194,10 @@ async fn grep_cases() {
         (
             "a single file",
             json!({"pattern": "println", "path": "src/main.rs"}),
-            Expect::Lines(&["src/main.rs:2:    println!(\"hello\");"]),
+            Expect::Lines(&[
+                "src/main.rs:2:    println!(\"hello\");",
+                "[1 file searched; 0 skipped]",
+            ]),
         ),
         (
             "a single binary file",
@@ -168,22 +207,44 @@ async fn grep_cases() {
         (
             "an explicitly ignored file named as path is searched",
             json!({"pattern": "hello", "path": "ignored.txt"}),
-            Expect::Lines(&["ignored.txt:1:hello ignored"]),
+            Expect::Listing(&["ignored.txt:1:hello ignored"]),
         ),
         (
             "a search path inside node_modules is searched",
             json!({"pattern": "hello", "path": "node_modules"}),
-            Expect::Lines(&["node_modules/m/x.js:1:hello"]),
+            Expect::Listing(&["node_modules/m/x.js:1:hello"]),
         ),
         (
-            "no match says what was searched",
+            "no match says what was searched and what was skipped",
             json!({"pattern": "zzzz"}),
-            Expect::Says("No matches for `zzzz` in . (8 files searched;"),
+            Expect::Says(
+                "No matches for `zzzz` in . (9 files searched; 5 skipped: 1 file ignored by \
+                 .gitignore, 1 .git folder, 2 build or package folders (target, node_modules), \
+                 1 binary file; `no_ignore: true` includes ignored files and build folders).",
+            ),
         ),
         (
-            "invalid regex shows the regex error",
+            "a single file says it was searched",
+            json!({"pattern": "zzzz", "path": "README.md"}),
+            Expect::Says("No matches for `zzzz` in README.md (1 file searched; 0 skipped)."),
+        ),
+        (
+            "invalid regex shows the regex error and the pattern as written",
             json!({"pattern": "fn("}),
-            Expect::Error("unclosed group"),
+            Expect::Error(
+                "invalid regex `fn(`: regex parse error:\n    fn(\n      ^\nerror: \
+                           unclosed group",
+            ),
+        ),
+        (
+            "a newline in the pattern gets advice about lines",
+            json!({"pattern": "fn main() {\n    println"}),
+            Expect::Error("the pattern `fn main() {\\n    println` holds a line break"),
+        ),
+        (
+            "an escaped newline too",
+            json!({"pattern": "a\\nb"}),
+            Expect::Error("grep matches one line at a time"),
         ),
         (
             "invalid include",
@@ -196,9 +257,9 @@ async fn grep_cases() {
             Expect::Error("`context` is 11, but it must be between 0 and 10"),
         ),
         (
-            "max_matches of 0",
+            "max_matches of 0 (the schema says at least 1)",
             json!({"pattern": "x", "max_matches": 0}),
-            Expect::Error("`max_matches` is 0"),
+            Expect::Error("`max_matches` is 0, but it must be at least 1"),
         ),
         (
             "unknown output",
@@ -258,7 +319,7 @@ async fn the_search_stops_at_max_matches() {
     )
     .await;
     let text = out.text_content();
-    assert_eq!(text.lines().count(), 4, "{text}");
+    assert_eq!(text.lines().count(), 5, "{text}");
     assert!(text.contains("stopped at max_matches = 3"), "{text}");
     assert_eq!(accessed(&big), old, "the file after the cap was read");
     // The control shows that this filesystem records reads at all.
@@ -280,7 +341,15 @@ async fn symlink_loops_do_not_hang_and_escapes_are_not_searched() {
     std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("s.txt")).unwrap();
     let out = call(root, "grep", json!({"pattern": "hello"})).await;
-    check("links", &out, &Expect::Lines(&["src/a.txt:1:hello"]));
+    check(
+        "links",
+        &out,
+        &Expect::Lines(&[
+            "src/a.txt:1:hello",
+            "[1 file searched; 4 skipped: 4 symbolic links leading outside the workspace, \
+             nowhere or into a loop]",
+        ]),
+    );
 }
 
 #[tokio::test]
@@ -407,5 +476,53 @@ async fn a_path_that_is_neither_file_nor_folder_is_refused() {
     );
     // In a tree it is simply not searched.
     let out = call(dir.path(), "grep", json!({"pattern": "hello"})).await;
-    check("tree", &out, &Expect::Lines(&["a.txt:1:hello"]));
+    check(
+        "tree",
+        &out,
+        &Expect::Lines(&["a.txt:1:hello", "[1 file searched; 0 skipped]"]),
+    );
+}
+
+/// The schema says what the tool accepts: `max_matches` of at least 1 (0 is refused), and the
+/// `no_ignore` switch.
+#[test]
+fn the_schema_matches_what_the_tool_accepts() {
+    let mut registry = vak_tool_core::Registry::new();
+    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
+    let schema = &registry.spec("grep").unwrap().input_schema;
+    let properties = &schema["properties"];
+    assert_eq!(properties["max_matches"]["minimum"], 1, "{schema}");
+    assert_eq!(properties["no_ignore"]["type"], "boolean", "{schema}");
+    let glob = &registry.spec("glob").unwrap().input_schema;
+    assert_eq!(glob["properties"]["no_ignore"]["type"], "boolean", "{glob}");
+}
+
+/// A NUL after the first match (within what the searcher reads at once) makes the file binary
+/// in every output mode: `files` and `count` do not list what `content` skips.
+#[tokio::test]
+async fn a_late_nul_is_binary_in_every_mode() {
+    let late = [
+        b"needle\n".to_vec(),
+        b"filler line\n".repeat(2_000),
+        b"\0\n".to_vec(),
+    ]
+    .concat();
+    let dir = workspace(&[("a.txt", b"needle\n"), ("late.txt", &late)]);
+    for (output, listed) in [
+        ("content", "a.txt:1:needle"),
+        ("files", "a.txt"),
+        ("count", "a.txt:1"),
+    ] {
+        let out = call(
+            dir.path(),
+            "grep",
+            json!({"pattern": "needle", "output": output}),
+        )
+        .await;
+        check(
+            output,
+            &out,
+            &Expect::Lines(&[listed, "[1 file searched; 1 skipped: 1 binary file]"]),
+        );
+    }
 }

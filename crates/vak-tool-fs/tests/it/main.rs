@@ -9,4 +9,5 @@ mod image;
 mod notebook;
 mod pdf;
 mod read;
+mod tree;
 mod write;
