@@ -2,7 +2,8 @@
 //!
 //! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md), after
 //!   installing what the machine lacks: cargo-nextest, cargo-hack and cargo-deny (`cargo install
-//!   --locked`), and Debian's Chromium for the browse tests (apt-get, when run as root);
+//!   --locked`), Debian's Chromium for the browse tests (apt-get, when run as root), and the
+//!   Python MCP SDK for the test that drives `vak-tools mcp` with a real client (pip);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
@@ -114,6 +115,42 @@ fn ensure_browser() -> Result<(), String> {
     run("apt-get", &["install", "-y", "-qq", "chromium"], &quiet)
 }
 
+/// The Python MCP SDK that a test of `vak-tools mcp` drives the server with (a real client,
+/// checking progress notifications); under CI=true that test fails without it.
+const PYTHON_MCP: &str = "mcp>=2";
+
+/// Installs the Python MCP SDK with pip when python3 is there and the SDK (2.x) is not;
+/// otherwise a line saying what the test needs.
+fn ensure_python_mcp() -> Result<(), String> {
+    if !on_path("python3") {
+        println!(
+            "xtask: no python3, so the MCP test with the Python SDK will fail under CI: install \
+             Python 3 and `pip install \"{PYTHON_MCP}\"`"
+        );
+        return Ok(());
+    }
+    let has_sdk = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.metadata as m, sys; \
+             sys.exit(int(m.version('mcp').split('.')[0]) < 2)",
+        ])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if has_sdk {
+        return Ok(());
+    }
+    println!("xtask: installing the Python MCP SDK (`{PYTHON_MCP}`, not found)");
+    let install = ["-m", "pip", "install", "--quiet", PYTHON_MCP];
+    run("python3", &install, &[]).or_else(|_| {
+        // A Python that defers its packages to the system's (PEP 668) wants this said.
+        let mut forced = install.to_vec();
+        forced.push("--break-system-packages");
+        run("python3", &forced, &[])
+    })
+}
+
 /// Whether `name` is an executable file in a folder of PATH.
 fn on_path(name: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -163,6 +200,7 @@ fn step(title: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> 
 fn ci() -> Result<(), String> {
     ensure_cargo_tools()?;
     ensure_browser()?;
+    ensure_python_mcp()?;
     step("format", &["fmt", "--all", "--check"], &[])?;
     step(
         "lint",
