@@ -3,8 +3,12 @@
 //! In order: bytes are decoded as UTF-8 (invalid bytes become U+FFFD); ANSI escape sequences
 //! (colours, cursor moves, window titles) are removed; on each line, carriage-return redraws
 //! (progress bars) collapse to their last frame, and a CR before the line feed is dropped; what
-//! control characters remain are shown escaped (`\0`, `\x07`, `\u{9b}`), tabs and line feeds
-//! excepted.
+//! control characters remain are shown escaped (`\x00`, `\x07`, `\u{9b}`: never `\0`, which
+//! followed by a digit would read as an octal escape), tabs and line feeds excepted.
+//!
+//! Output that is not text at all (random bytes, a compressed stream, an image sent to the
+//! terminal) is not decoded: [`binary_output`] tells it apart, and the result says its size and
+//! kind instead of thousands of U+FFFD.
 
 use std::fmt::Write as _;
 
@@ -125,8 +129,6 @@ pub(crate) fn escape_controls(text: &str) -> String {
     for c in text.chars() {
         if !needs_escape(c) {
             out.push(c);
-        } else if c == '\0' {
-            out.push_str("\\0");
         } else if (c as u32) < 0x80 {
             let _ = write!(out, "\\x{:02x}", c as u32);
         } else {
@@ -140,6 +142,54 @@ fn needs_escape(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
 
+/// How much of the output's start and end is looked at to tell binary from text.
+const SAMPLE_BYTES: usize = 8 * 1024;
+
+/// `Some(kind)` when captured output is binary data rather than text: in a sample of its start
+/// and end, more than 30% of the characters (and at least 64 of them) are bytes that are not
+/// UTF-8 or control characters other than tab, line feed, carriage return, backspace and escape
+/// (so NUL-separated lists such as `find -print0`, and coloured output, stay text). The kind comes from magic bytes where
+/// known.
+pub(crate) fn binary_output(head: &[u8], tail: &[u8]) -> Option<&'static str> {
+    let head_sample = &head[..head.len().min(SAMPLE_BYTES)];
+    let tail_sample = &tail[tail.len().saturating_sub(SAMPLE_BYTES)..];
+    let mut chars = 0usize;
+    let mut odd = 0usize;
+    for sample in [head_sample, tail_sample] {
+        for c in String::from_utf8_lossy(sample).chars() {
+            chars += 1;
+            if c == '\u{fffd}'
+                || (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x08' | '\x1b'))
+            {
+                odd += 1;
+            }
+        }
+    }
+    // A few odd bytes in a short output are shown escaped: that is readable, not a flood.
+    if odd < 64 || odd * 10 <= chars * 3 {
+        return None;
+    }
+    const KINDS: &[(&[u8], &str)] = &[
+        (b"\x1f\x8b", "gzip data"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x28\xb5\x2f\xfd", "zstd data"),
+        (b"\xfd7zXZ\x00", "xz data"),
+        (b"BZh", "bzip2 data"),
+        (b"\x89PNG\r\n\x1a\n", "PNG image"),
+        (b"\xff\xd8\xff", "JPEG image"),
+        (b"GIF8", "GIF image"),
+        (b"%PDF", "PDF document"),
+        (b"\x7fELF", "ELF executable"),
+        (b"SQLite format 3\x00", "SQLite database"),
+    ];
+    Some(
+        KINDS
+            .iter()
+            .find(|(magic, _)| head.starts_with(magic))
+            .map_or("unknown kind", |(_, kind)| *kind),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,7 +199,9 @@ mod tests {
         let cases: &[(&[u8], &str)] = &[
             (b"plain\ntext\n", "plain\ntext\n"),
             (b"a\xffb", "a\u{fffd}b"),
-            (b"nul\0here", "nul\\0here"),
+            (b"nul\0here", "nul\\x00here"),
+            // Never `\0` then a digit, which reads as an octal escape.
+            (b"a\x001", "a\\x001"),
             (b"bell\x07 del\x7f", "bell\\x07 del\\x7f"),
             (b"tab\tstays", "tab\tstays"),
             (b"\x1b[31mred\x1b[0m \x1b[1;32mgreen\x1b[m", "red green"),
@@ -173,5 +225,40 @@ mod tests {
                 String::from_utf8_lossy(input)
             );
         }
+    }
+
+    #[test]
+    fn binary_output_is_told_from_text() {
+        let mut seed = 0x9e37_79b9_u32;
+        let random: Vec<u8> = (0..60_000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                seed as u8
+            })
+            .collect();
+        assert_eq!(binary_output(&random, &[]), Some("unknown kind"));
+        let gzip = [b"\x1f\x8b\x08\x00".as_slice(), &random[..4000]].concat();
+        assert_eq!(binary_output(&gzip, &[]), Some("gzip data"));
+        // Text, coloured text, NUL-separated names, non-ASCII text: not binary.
+        for text in [
+            b"plain text\n".repeat(100),
+            b"\x1b[31mred\x1b[0m\n".repeat(100),
+            b"./a.txt\0./b/c.rs\0./d\0".repeat(100),
+            "héllo wörld ✓\n".repeat(100).into_bytes(),
+            b"a\xffb\0c\x07d\n".to_vec(),
+            Vec::new(),
+        ] {
+            assert_eq!(
+                binary_output(&text, &[]),
+                None,
+                "{:?}",
+                &text[..text.len().min(20)]
+            );
+        }
+        // Text at the start and binary at the end, past a dropped middle: the end counts too.
+        let text = b"building...\n".repeat(80);
+        assert_eq!(binary_output(&text, &random[..8192]), Some("unknown kind"));
     }
 }

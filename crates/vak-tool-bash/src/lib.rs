@@ -123,7 +123,8 @@
 //! `stream_bytes / 2` bytes and counting the bytes and lines left out between them. The
 //! bytes are decoded once at the end (so a character split across reads stays whole), invalid
 //! UTF-8 becomes U+FFFD, ANSI escape sequences are removed, carriage-return redraws keep their
-//! last frame and other control characters are shown escaped (`\0`, `\x07`). The first line is
+//! last frame and other control characters are shown escaped (`\x00`, `\x07`). Output that is
+//! binary data rather than text is not shown: its size and kind are. The first line is
 //! `exit code: N`, `killed by SIGSEGV (signal 11)`, `timed out after 5 s; stopped by SIGTERM`,
 //! `timed out after 5 s; killed by SIGKILL after SIGTERM grace (2 s)` or `cancelled after …`.
 //! Anything but exit code 0 is an error result; exit code 1 is shown plainly (grep and diff

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use vak_tool_core::{Progress, ToolContext, ToolOutput, human};
 
 use crate::capture::{Capture, Kept};
-use crate::clean::clean;
+use crate::clean::{binary_output, clean};
 use crate::procs::{Proc, cmdline, signal_name};
 use crate::sandbox::Policy;
 use crate::settings::BashSettings;
@@ -758,6 +758,13 @@ fn section(label: &str, kept: &Kept) -> Option<String> {
     if kept.total_bytes == 0 {
         return None;
     }
+    if let Some(kind) = binary_output(&kept.head, &kept.tail) {
+        return Some(format!(
+            "--- {label}: binary data, {} ({kind}), not shown ---\n[to look at it, send it to a \
+             file (command > out.bin) and run `file out.bin` or `xxd out.bin | head`]",
+            human::size(kept.total_bytes)
+        ));
+    }
     if kept.dropped_bytes == 0 {
         let body = clean(&kept.head);
         let body = body.strip_suffix('\n').unwrap_or(&body);
@@ -791,6 +798,37 @@ mod tests {
 
     fn empty() -> Kept {
         Capture::new(16).kept()
+    }
+
+    #[test]
+    fn binary_output_is_named_not_shown() {
+        let mut capture = Capture::new(1024);
+        let mut seed = 0x2545_f491_u32;
+        let random: Vec<u8> = (0..60_000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                seed as u8
+            })
+            .collect();
+        capture.push(b"\x1f\x8b\x08\x00");
+        capture.push(&random);
+        assert_eq!(
+            section("stdout", &capture.kept()).as_deref(),
+            Some(
+                "--- stdout: binary data, 58.6 KiB (gzip data), not shown ---\n[to look at it, \
+                 send it to a file (command > out.bin) and run `file out.bin` or `xxd out.bin | \
+                 head`]"
+            )
+        );
+        // Text with a NUL in it stays text, the NUL shown unambiguously.
+        let mut capture = Capture::new(1024);
+        capture.push(b"a\x001\n");
+        assert_eq!(
+            section("stdout", &capture.kept()).as_deref(),
+            Some("--- stdout ---\na\\x001")
+        );
     }
 
     #[test]

@@ -31,7 +31,15 @@ const CASES: &[(&str, &str, bool)] = &[
     // Invalid UTF-8 becomes U+FFFD; NUL and other controls are escaped.
     (
         r"printf 'a\377b\000c\007d\n'",
-        "exit code: 0\n--- stdout ---\na\u{fffd}b\\0c\\x07d",
+        "exit code: 0\n--- stdout ---\na\u{fffd}b\\x00c\\x07d",
+        false,
+    ),
+    // Binary output is named by size and kind, not shown as thousands of U+FFFD.
+    (
+        r"head -c 60000 /dev/zero | tr '\000' '\001'",
+        "exit code: 0\n--- stdout: binary data, 58.6 KiB (unknown kind), not shown ---\n[to look \
+         at it, send it to a file (command > out.bin) and run `file out.bin` or `xxd out.bin | \
+         head`]",
         false,
     ),
     // One character written a byte at a time, across separate reads.
