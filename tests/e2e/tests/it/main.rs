@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod commitments;
+mod dialects;
 mod robustness;
 mod third_party;
 mod tools_doc;
@@ -23,15 +24,15 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
     assert_eq!(
         tools.names(),
         [
-            "bash", "browse", "edit", "glob", "grep", "read", "webfetch", "write"
+            "bash", "browse", "edit", "glob", "grep", "jobs", "read", "tree", "webfetch", "write"
         ]
     );
     let out = tools.call("no_such_tool", json!({}), &ctx).await;
     assert!(out.is_error);
     assert_eq!(
         out.text_content(),
-        "unknown tool `no_such_tool`. The tools are: bash, browse, edit, glob, grep, read, \
-         webfetch, write."
+        "unknown tool `no_such_tool`. The tools are: bash, browse, edit, glob, grep, jobs, \
+         read, tree, webfetch, write."
     );
 }
 
