@@ -5,7 +5,10 @@
 //! left out. Tools whose permission posture is `Ask` are run only after the person approves
 //! through MCP elicitation; a client that cannot ask gets an error naming the mode that would
 //! allow the call. Each call runs with its own cancellation token, cancelled by the client's
-//! `notifications/cancelled` or by the end of standard input.
+//! `notifications/cancelled` or by the end of standard input. A call whose client gave a
+//! `progressToken` gets `notifications/progress` from the tools that report progress (a long
+//! `bash` command: elapsed time, bytes seen). Background jobs live in the connection's
+//! session, and end with it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -128,6 +131,8 @@ impl Server {
                 "calls still running after the shutdown grace; leaving them"
             );
         }
+        // The connection's session ends with it: its background jobs are killed now.
+        inner.ctx.session().clear();
         Ok(())
     }
 
@@ -168,15 +173,24 @@ impl Server {
         }
         let token = self.inner.shutdown.child_token();
         let ctx = self.inner.ctx.clone().with_parent_cancel(&token);
-        let call = self.inner.registry.call(name, args, &ctx);
-        tokio::pin!(call);
-        tokio::select! {
-            output = &mut call => output,
-            () = context.ct.cancelled() => {
-                token.cancel();
-                call.await
+        let (ctx, progress) = forward_progress(ctx, context);
+        let output = {
+            let call = self.inner.registry.call(name, args, &ctx);
+            tokio::pin!(call);
+            tokio::select! {
+                output = &mut call => output,
+                () = context.ct.cancelled() => {
+                    token.cancel();
+                    call.await
+                }
             }
+        };
+        // The last progress notification goes out before the result.
+        drop(ctx);
+        if let Some(progress) = progress {
+            let _ = tokio::time::timeout(PROGRESS_FLUSH, progress).await;
         }
+        output
     }
 
     /// Asks the person through the client; `Err` is the refusal to return.
@@ -278,6 +292,42 @@ impl Server {
         result.is_error = Some(output.is_error);
         result
     }
+}
+
+/// How long a finished call waits for its last progress notifications to go out.
+const PROGRESS_FLUSH: Duration = Duration::from_secs(2);
+
+/// Gives `ctx` a progress listener when the client asked for progress (a `progressToken`): the
+/// listener queues each report and one task sends them in order as `notifications/progress`.
+/// The task ends once the call's contexts, which hold the listener, are gone.
+fn forward_progress(
+    ctx: ToolContext,
+    context: &RequestContext<RoleServer>,
+) -> (ToolContext, Option<tokio::task::JoinHandle<()>>) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return (ctx, None);
+    };
+    let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<vak_tools::core::Progress>();
+    let peer = context.peer.clone();
+    let task = tokio::spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let mut param = rmcp::model::ProgressNotificationParam::new(token.clone(), report.done);
+            if let Some(total) = report.total {
+                param = param.with_total(total);
+            }
+            if let Some(message) = report.message {
+                param = param.with_message(message);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    });
+    let ctx = ctx.with_progress(move |report| {
+        // The receiver is gone only once the client is.
+        let _ = sender.send(report);
+    });
+    (ctx, Some(task))
 }
 
 /// A short description of a call for the approval question: the URL, command or path when
