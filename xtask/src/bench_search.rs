@@ -3,12 +3,17 @@
 //!
 //! The corpus is `cargo vendor --locked` of the pinned manifest `xtask/bench-corpus/Cargo.toml`
 //! (and its lock file) into `xtask/bench-corpus/vendor/` (git-ignored): about 400 MB of Rust and
-//! C from crates.io. Our tools run in this process through the library (a `Registry` and a
-//! `ToolContext` rooted at the corpus), `rg` and `fdfind` (Debian's `ripgrep` and `fd-find`)
-//! run as child processes with settings equivalent to ours: hidden files searched, ignore files
-//! honoured, `.git`, `node_modules` and `target` folders excluded. Every case runs once of each
-//! to warm the page cache, then alternates the two for a few runs; the table gives the medians
-//! and their ratio (ours / theirs: below 1 means we are faster), and the line counts as a check
+//! C from crates.io. `bench-corpus` also builds `xtask/bench-corpus/vendor-x10/` (git-ignored):
+//! ten copies of it made of hard links (no disk space; the page cache holds the content once),
+//! to show how the cost grows with the number of files and folders.
+//!
+//! Our tools run in this process through the library (a `Registry` and a `ToolContext` rooted at
+//! the corpus), `rg` and `fdfind` (Debian's `ripgrep` and `fd-find`) run as child processes with
+//! settings that search the same files as ours: hidden files searched, ignore files honoured,
+//! `.git` excluded (the corpus holds no build or package folder; its one folder named `target`
+//! is source, which both sides search). Every case runs once of each to warm the page cache,
+//! then alternates the two for a number of runs; the table gives the medians, the fastest runs,
+//! their ratios (ours / theirs: below 1 means we are faster), and the line counts as a check
 //! that both did the same search.
 
 use std::io::{BufRead, BufReader, Read};
@@ -20,12 +25,51 @@ use serde_json::{Value, json};
 use vak_tool_core::{Registry, ToolContext};
 use vak_tool_fs::FsSettings;
 
-/// Timed runs of each side per case (after one warm-up run of each).
-const RUNS: usize = 7;
+/// Timed runs of each side per case on the corpus (after one warm-up run of each).
+const RUNS: usize = 11;
+/// Timed runs of each side per case on the tenfold corpus.
+const RUNS_X10: usize = 5;
+/// Copies of the corpus in the tenfold one.
+const COPIES: usize = 10;
 
 /// Where the corpus is vendored.
 fn corpus_dir(root: &Path) -> PathBuf {
     root.join("xtask/bench-corpus/vendor")
+}
+
+/// Where the tenfold corpus is built.
+fn corpus_x10_dir(root: &Path) -> PathBuf {
+    root.join("xtask/bench-corpus/vendor-x10")
+}
+
+/// Builds `COPIES` copies of `from` under `to` (`copy-0` …), hard-linking every file.
+fn copies_of(from: &Path, to: &Path) -> Result<(), String> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)
+            .map_err(|error| format!("cannot clear {}: {error}", to.display()))?;
+    }
+    for copy in 0..COPIES {
+        let mut pending = vec![(from.to_path_buf(), to.join(format!("copy-{copy}")))];
+        while let Some((source, target)) = pending.pop() {
+            std::fs::create_dir_all(&target)
+                .map_err(|error| format!("cannot create {}: {error}", target.display()))?;
+            let entries = std::fs::read_dir(&source)
+                .map_err(|error| format!("cannot read {}: {error}", source.display()))?;
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let (source, target) = (entry.path(), target.join(entry.file_name()));
+                if kind.is_dir() {
+                    pending.push((source, target));
+                } else if kind.is_file() {
+                    std::fs::hard_link(&source, &target)
+                        .map_err(|error| format!("cannot link {}: {error}", target.display()))?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `cargo xtask bench-corpus`: vendors the pinned crates into the corpus folder.
@@ -51,6 +95,15 @@ pub(crate) fn corpus(root: &Path) -> Result<(), String> {
     println!(
         "corpus ready: {} ({files} files, {} MB)",
         target.display(),
+        bytes / 1_000_000
+    );
+    let x10 = corpus_x10_dir(root);
+    println!("==> {COPIES} hard-linked copies into {}", x10.display());
+    copies_of(&target, &x10)?;
+    let (files, bytes) = tree_size(&x10);
+    println!(
+        "tenfold corpus ready: {} ({files} files, {} MB as seen by a search)",
+        x10.display(),
         bytes / 1_000_000
     );
     Ok(())
@@ -89,7 +142,8 @@ struct Case {
     head: Option<usize>,
 }
 
-/// rg settings equivalent to our walker's.
+/// rg settings that search the files our walker searches here (the corpus holds no build or
+/// package folder: its one `target` folder is `cc`'s source, searched by both).
 const RG_COMMON: &[&str] = &[
     "--hidden",
     "--no-require-git",
@@ -99,14 +153,10 @@ const RG_COMMON: &[&str] = &[
     "never",
     "--glob",
     "!.git/",
-    "--glob",
-    "!node_modules/",
-    "--glob",
-    "!target/",
 ];
 
-/// fd settings equivalent to our walker's (fd 8 has no `--no-require-git`; the corpus holds no
-/// ignore files, so that makes no difference here).
+/// fd settings that list the files our walker lists here (fd 8 has no `--no-require-git`; the
+/// corpus holds no ignore files, so that makes no difference here).
 const FD_COMMON: &[&str] = &[
     "--hidden",
     "--type",
@@ -115,10 +165,6 @@ const FD_COMMON: &[&str] = &[
     "never",
     "--exclude",
     ".git",
-    "--exclude",
-    "node_modules",
-    "--exclude",
-    "target",
 ];
 
 /// Enough that no case other than the capped one stops early.
@@ -216,7 +262,8 @@ fn glob_cases() -> Vec<Case> {
     ]
 }
 
-/// `cargo xtask bench grep|glob`.
+/// `cargo xtask bench grep|glob`: the cases on the corpus, then on the tenfold corpus when it
+/// is there.
 pub(crate) fn bench(root: &Path, which: &str) -> Result<(), String> {
     if cfg!(debug_assertions) {
         // Measure optimised code: run this same task from a release build.
@@ -245,72 +292,37 @@ pub(crate) fn bench(root: &Path, which: &str) -> Result<(), String> {
         "glob" => ("glob", find_program(&["fdfind", "fd"])?, glob_cases()),
         other => return Err(format!("unknown search benchmark `{other}`")),
     };
-    let (files, bytes) = tree_size(&corpus);
-    let mut settings = FsSettings::default();
-    settings.glob_results = usize::MAX;
-    let ctx = ToolContext::new(&corpus).map_err(|error| error.to_string())?;
-    let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry, &settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start tokio: {error}"))?;
-    let ours = |args: &Value| -> Result<(Duration, usize), String> {
-        let started = Instant::now();
-        let out = runtime.block_on(registry.call(tool, args.clone(), &ctx));
-        let elapsed = started.elapsed();
-        if out.is_error {
-            return Err(format!("{tool} failed: {}", out.text_content()));
-        }
-        let text = out.text_content();
-        let lines = text.lines().filter(|line| !line.starts_with('[')).count();
-        Ok((elapsed, lines))
+    let bench = Bench {
+        tool,
+        program: &program,
+        runtime: &runtime,
     };
-    println!(
-        "corpus: {} ({files} files, {} MB); {RUNS} alternating runs per case after a warm-up; \
-         {} threads available",
-        corpus.display(),
-        bytes / 1_000_000,
-        std::thread::available_parallelism().map_or(1, |count| count.get())
-    );
-    println!();
-    println!("| case | ours (ms) | {program} (ms) | ratio | our lines | {program} lines |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    for case in &cases {
-        // Warm-up: page cache, our thread pools, the other tool's binary.
-        ours(&case.args)?;
-        theirs(&program, case, &corpus)?;
-        let mut our_times = Vec::new();
-        let mut their_times = Vec::new();
-        let (mut our_lines, mut their_lines) = (0, 0);
-        for run in 0..RUNS {
-            if run % 2 == 0 {
-                let (time, lines) = ours(&case.args)?;
-                our_times.push(time);
-                our_lines = lines;
-                let (time, lines) = theirs(&program, case, &corpus)?;
-                their_times.push(time);
-                their_lines = lines;
-            } else {
-                let (time, lines) = theirs(&program, case, &corpus)?;
-                their_times.push(time);
-                their_lines = lines;
-                let (time, lines) = ours(&case.args)?;
-                our_times.push(time);
-                our_lines = lines;
-            }
-        }
-        let ours_ms = median_ms(&mut our_times);
-        let theirs_ms = median_ms(&mut their_times);
+    bench.table(&corpus, &cases, RUNS)?;
+    let x10 = corpus_x10_dir(root);
+    if x10.is_dir() {
+        // The tenfold corpus holds each crate ten times, under `copy-N/`.
+        let cases: Vec<Case> = cases
+            .into_iter()
+            .map(|mut case| {
+                case.scale_paths();
+                case
+            })
+            .collect();
+        println!();
+        bench.table(&x10, &cases, RUNS_X10)?;
+    } else {
         println!(
-            "| {} | {ours_ms:.1} | {theirs_ms:.1} | {:.2} | {our_lines} | {their_lines} |",
-            case.name,
-            ours_ms / theirs_ms
+            "\n(no tenfold corpus at {}: `cargo xtask bench-corpus` builds it)",
+            x10.display()
         );
     }
     println!();
     println!("{program} command lines (run in the corpus folder):");
-    for case in &cases {
+    for case in &grep_or_glob(which) {
         let head = case
             .head
             .map(|lines| format!(" | head -n {lines}"))
@@ -325,6 +337,126 @@ pub(crate) fn bench(root: &Path, which: &str) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+fn grep_or_glob(which: &str) -> Vec<Case> {
+    if which == "grep" {
+        grep_cases()
+    } else {
+        glob_cases()
+    }
+}
+
+impl Case {
+    /// The case on the tenfold corpus, whose crates are under `copy-N/`: a pattern with a
+    /// literal leading folder looks in the first copy (the walk starts there, so its cost does
+    /// not grow with the tree).
+    fn scale_paths(&mut self) {
+        const TOKIO_SRC: &str = "tokio-1.47.1/src";
+        if let Some(pattern) = self.args.get("pattern").and_then(Value::as_str)
+            && pattern.starts_with(TOKIO_SRC)
+        {
+            self.args["pattern"] = Value::from(format!("copy-0/{pattern}"));
+            self.name = "`copy-0/tokio-1.47.1/src/**/*.rs`";
+            for arg in &mut self.theirs {
+                if *arg == TOKIO_SRC {
+                    *arg = "copy-0/tokio-1.47.1/src";
+                }
+            }
+        }
+    }
+}
+
+/// One side-by-side table.
+struct Bench<'a> {
+    tool: &'static str,
+    program: &'a str,
+    runtime: &'a tokio::runtime::Runtime,
+}
+
+impl Bench<'_> {
+    fn ours(
+        &self,
+        registry: &Registry,
+        ctx: &ToolContext,
+        args: &Value,
+    ) -> Result<(Duration, usize), String> {
+        let started = Instant::now();
+        let out = self
+            .runtime
+            .block_on(registry.call(self.tool, args.clone(), ctx));
+        let elapsed = started.elapsed();
+        if out.is_error {
+            return Err(format!("{} failed: {}", self.tool, out.text_content()));
+        }
+        let text = out.text_content();
+        let lines = text.lines().filter(|line| !line.starts_with('[')).count();
+        Ok((elapsed, lines))
+    }
+
+    fn table(&self, corpus: &Path, cases: &[Case], runs: usize) -> Result<(), String> {
+        let program = self.program;
+        let (files, bytes) = tree_size(corpus);
+        let mut settings = FsSettings::default();
+        settings.glob_results = usize::MAX;
+        let ctx = ToolContext::new(corpus).map_err(|error| error.to_string())?;
+        let mut registry = Registry::new();
+        vak_tool_fs::register(&mut registry, &settings);
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "corpus: {} ({files} files, {} MB); {runs} alternating runs per case after a warm-up; \
+             {} threads available; load average before: {}",
+            corpus.display(),
+            bytes / 1_000_000,
+            std::thread::available_parallelism().map_or(1, |count| count.get()),
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        println!();
+        println!(
+            "| case | ours median (ms) | {program} median (ms) | ratio | ours fastest (ms) | \
+             {program} fastest (ms) | ratio | our lines | {program} lines |"
+        );
+        println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        for case in cases {
+            // Warm-up: page cache, our thread pools, the other tool's binary.
+            self.ours(&registry, &ctx, &case.args)?;
+            theirs(program, case, corpus)?;
+            let mut our_times = Vec::new();
+            let mut their_times = Vec::new();
+            let (mut our_lines, mut their_lines) = (0, 0);
+            for run in 0..runs {
+                let order: [bool; 2] = if run % 2 == 0 {
+                    [true, false]
+                } else {
+                    [false, true]
+                };
+                for ours_now in order {
+                    if ours_now {
+                        let (time, lines) = self.ours(&registry, &ctx, &case.args)?;
+                        our_times.push(time);
+                        our_lines = lines;
+                    } else {
+                        let (time, lines) = theirs(program, case, corpus)?;
+                        their_times.push(time);
+                        their_lines = lines;
+                    }
+                }
+            }
+            let (ours_median, ours_fastest) = median_and_fastest_ms(&mut our_times);
+            let (theirs_median, theirs_fastest) = median_and_fastest_ms(&mut their_times);
+            println!(
+                "| {} | {ours_median:.1} | {theirs_median:.1} | {:.2} | {ours_fastest:.1} | \
+                 {theirs_fastest:.1} | {:.2} | {our_lines} | {their_lines} |",
+                case.name,
+                ours_median / theirs_median,
+                ours_fastest / theirs_fastest
+            );
+        }
+        Ok(())
+    }
 }
 
 fn find_program(names: &[&str]) -> Result<String, String> {
@@ -390,11 +522,10 @@ fn theirs(program: &str, case: &Case, corpus: &Path) -> Result<(Duration, usize)
     Ok((started.elapsed(), lines))
 }
 
-fn median_ms(times: &mut [Duration]) -> f64 {
+fn median_and_fastest_ms(times: &mut [Duration]) -> (f64, f64) {
     times.sort();
-    times
-        .get(times.len() / 2)
-        .map_or(0.0, |time| time.as_secs_f64() * 1000.0)
+    let ms = |time: Option<&Duration>| time.map_or(0.0, |time| time.as_secs_f64() * 1000.0);
+    (ms(times.get(times.len() / 2)), ms(times.first()))
 }
 
 fn shell_quote(arg: &str) -> String {

@@ -220,13 +220,20 @@ pub(crate) fn cr_only(start: &[u8]) -> bool {
     memchr::memchr(b'\n', start).is_none() && memchr::memchr(b'\r', start).is_some()
 }
 
-/// A file opened for searching under the one binary policy: `Ok(None)` when its first bytes say
-/// binary, otherwise a reader of its text as UTF-8 (UTF-16 decoded, its byte order mark
-/// dropped). A NUL later in the text is for the searcher to notice (`grep` stops there and skips
-/// the file, as `read` refuses it).
-pub(crate) fn open_text(
-    path: &std::path::Path,
-) -> std::io::Result<Option<Box<dyn std::io::Read + Send>>> {
+/// A file opened for searching under the one binary policy ([`open_text`]).
+pub(crate) enum SearchText {
+    /// Binary by its first bytes: not searched.
+    Binary,
+    /// UTF-8 text small enough to be read whole: searched in memory, without another copy.
+    Whole(Vec<u8>),
+    /// Text read as it is searched, as UTF-8: a larger file, or UTF-16 decoded (its byte order
+    /// mark dropped).
+    Stream(Box<dyn std::io::Read + Send>),
+}
+
+/// Opens a file for searching under the one binary policy. A NUL later in the text is for the
+/// searcher to notice (`grep` stops there and skips the file, as `read` refuses it).
+pub(crate) fn open_text(path: &std::path::Path) -> std::io::Result<SearchText> {
     use std::io::Read as _;
     /// As much as the searcher reads at once: a file that fits is searched from memory, and a
     /// NUL anywhere in it is seen before the first match is reported, in every output mode, as
@@ -238,31 +245,31 @@ pub(crate) fn open_text(
         .take(START_BYTES as u64)
         .read_to_end(&mut start)?;
     let encoding = match sniff(&start) {
-        Sniff::Binary(_) => return Ok(None),
+        Sniff::Binary(_) => return Ok(SearchText::Binary),
         Sniff::Text(encoding) => encoding,
     };
-    let bom = encoding.bom_len();
-    // A start shorter than what was asked for is the whole file: the search then reads it from
-    // memory, without another read that would only find the end of the file (one system call
-    // less for most files `grep` searches).
-    let rest: Box<dyn std::io::Read + Send> = if start.len() < START_BYTES {
+    // A start shorter than what was asked for is the whole file.
+    let whole = start.len() < START_BYTES;
+    let Some(utf16) = encoding.utf16() else {
+        return Ok(if whole {
+            SearchText::Whole(start)
+        } else {
+            SearchText::Stream(Box::new(std::io::Cursor::new(start).chain(file)))
+        });
+    };
+    let bom = encoding.bom_len().min(start.len());
+    let mut rest: Box<dyn std::io::Read + Send> = if whole {
         Box::new(std::io::Cursor::new(start))
     } else {
         Box::new(std::io::Cursor::new(start).chain(file))
     };
-    Ok(Some(match encoding.utf16() {
-        None => Box::new(rest),
-        Some(utf16) => {
-            let mut rest = rest;
-            std::io::copy(&mut (&mut rest).take(bom as u64), &mut std::io::sink())?;
-            Box::new(
-                encoding_rs_io::DecodeReaderBytesBuilder::new()
-                    .encoding(Some(utf16))
-                    .bom_sniffing(false)
-                    .build(rest),
-            )
-        }
-    }))
+    std::io::copy(&mut (&mut rest).take(bom as u64), &mut std::io::sink())?;
+    Ok(SearchText::Stream(Box::new(
+        encoding_rs_io::DecodeReaderBytesBuilder::new()
+            .encoding(Some(utf16))
+            .bom_sniffing(false)
+            .build(rest),
+    )))
 }
 
 /// A name for well-known binary formats, from their magic bytes.
@@ -464,17 +471,24 @@ mod tests {
         let read = |bytes: &[u8]| {
             let path = dir.path().join("f");
             std::fs::write(&path, bytes).unwrap();
-            open_text(&path).unwrap().map(|mut reader| {
-                let mut text = String::new();
-                reader.read_to_string(&mut text).unwrap();
-                text
-            })
+            match open_text(&path).unwrap() {
+                SearchText::Binary => None,
+                SearchText::Whole(bytes) => Some(String::from_utf8(bytes).unwrap()),
+                SearchText::Stream(mut reader) => {
+                    let mut text = String::new();
+                    reader.read_to_string(&mut text).unwrap();
+                    Some(text)
+                }
+            }
         };
         use std::io::Read as _;
         assert_eq!(read(b"plain\n").as_deref(), Some("plain\n"));
         assert_eq!(read(b"\xff\xfeh\0i\0").as_deref(), Some("hi"));
         assert_eq!(read(b"\0h\0i").as_deref(), Some("hi"));
         assert_eq!(read(b"a\0b"), None);
+        // Past what is read at once, the rest streams behind the start.
+        let long = "line of text\n".repeat(10_000);
+        assert_eq!(read(long.as_bytes()).as_deref(), Some(long.as_str()));
     }
 
     #[test]

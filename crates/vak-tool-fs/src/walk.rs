@@ -333,9 +333,10 @@ mod tests {
                 assert_eq!(got.last().map(String::as_str), Some("d01/hit13"));
                 // Hits sort before misses: `d01/hit13` is the second file of `d01`.
                 assert_eq!(got.len(), 50 + 2);
-                // Taken smallest first, nothing past the cut: at most a chunk per thread more.
+                // Taken smallest first, a bounded number of files ahead of the earliest
+                // unfinished job, nothing past the cut once it is known.
                 assert!(
-                    walked.opened <= 52 + threads * ordered::CHUNK,
+                    walked.opened <= 52 + ordered::AHEAD + threads * ordered::CHUNK,
                     "{threads} threads opened {} files",
                     walked.opened
                 );
@@ -344,6 +345,43 @@ mod tests {
         let (walked, got) = walk(&walker, 2, usize::MAX);
         assert_eq!(got.len(), 2_000);
         assert_eq!(walked.opened, 2_000);
+    }
+
+    /// The job that completes the results is slow (it holds the first hit): the other threads
+    /// may not run through the rest of the tree meanwhile.
+    #[test]
+    fn a_slow_job_does_not_let_the_others_run_away() {
+        let files: Vec<String> = (0..2_000).map(|file| format!("f{file:04}")).collect();
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let (_dir, ctx) = tree(&names);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        let make = || {
+            |path: &Path| {
+                let first = path.ends_with("f0000");
+                if first {
+                    // Long enough for the others to reach the end of the tree unchecked.
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Outcome {
+                    results: usize::from(first),
+                    skipped: None,
+                    value: (),
+                }
+            }
+        };
+        let stop = AtomicBool::new(false);
+        let walked = walker.walk(4, &stop, 1, &|_: &Path| true, &make);
+        assert!(
+            walked.opened <= ordered::AHEAD + 4 * ordered::CHUNK,
+            "{} files opened",
+            walked.opened
+        );
+        let files: Vec<_> = walked
+            .items
+            .iter()
+            .filter(|item| matches!(item, Item::File(..)))
+            .collect();
+        assert_eq!(files.len(), 1);
     }
 
     #[test]

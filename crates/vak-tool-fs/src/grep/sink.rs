@@ -8,6 +8,7 @@ use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use super::args::OutputMode;
 use super::long_line::render_line;
 use super::query::Query;
+use crate::file_kind::SearchText;
 use crate::walk::Rule;
 
 /// One line of a file's result.
@@ -112,26 +113,19 @@ pub(super) fn search_file(searcher: &mut Searcher, query: &Query, path: &Path) -
         result: FileResult::default(),
     };
     // The one binary policy of `read` and `grep` (`file_kind`): binary by its first bytes is
-    // skipped; UTF-16 is searched decoded.
-    let reader = match crate::file_kind::open_text(path) {
-        Ok(Some(reader)) => reader,
-        Ok(None) => {
+    // skipped; UTF-16 is searched decoded; a small UTF-8 file is searched in memory.
+    let searched = match crate::file_kind::open_text(path) {
+        Ok(SearchText::Binary) => {
             return FileResult {
                 binary: true,
                 ..FileResult::default()
             };
         }
-        Err(_) => {
-            return FileResult {
-                unreadable: true,
-                ..FileResult::default()
-            };
-        }
+        Ok(SearchText::Whole(bytes)) => searcher.search_slice(&query.matcher, &bytes, &mut sink),
+        Ok(SearchText::Stream(reader)) => searcher.search_reader(&query.matcher, reader, &mut sink),
+        Err(error) => Err(error),
     };
-    if searcher
-        .search_reader(&query.matcher, reader, &mut sink)
-        .is_err()
-    {
+    if searched.is_err() {
         // Unreadable (permissions, vanished, a folder's race): count it and go on.
         return FileResult {
             unreadable: true,

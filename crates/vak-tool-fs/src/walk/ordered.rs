@@ -16,10 +16,11 @@
 //! Every file the walk has not finished lies below a pending or running folder, and therefore
 //! after that folder's key. So once the smallest pending or running key is past the first `N`
 //! results, those results can no longer change: the walk stops there. Jobs are taken smallest
-//! first, and a job that lies after the point where the results finished so far already reach
-//! `N` is never taken (it could only come after the cut), so whatever the scheduler does, the
-//! work done past the cut is at most one job per thread. The cut is made at the file that
-//! completes the `N`th result, the same on every run.
+//! first; a job that lies after the point where the results finished so far already reach `N`
+//! is never taken (it could only come after the cut); and until then, at most [`AHEAD`] files
+//! are opened past the earliest unfinished job. So whatever the scheduler does, the work done
+//! past the cut is bounded. The cut is made at the file that completes the `N`th result, the
+//! same on every run.
 //!
 //! Files of one folder are handed out in chunks of at most [`CHUNK`] consecutive files (a chunk
 //! never spans a subfolder), so a thread pays one lock per chunk, not per file.
@@ -38,6 +39,11 @@ use super::tally::Tally;
 
 /// The most files handed out as one job.
 pub(super) const CHUNK: usize = 16;
+
+/// While the first `N` results are not yet known, how many files may be opened past the
+/// earliest unfinished job (in finished and running jobs): it bounds the work a capped search
+/// may waste when the job that completes its results is slow, and costs an uncapped one nothing.
+pub(super) const AHEAD: usize = 256;
 
 /// A position in walk order: the index of each path component among its folder's entries,
 /// sorted by name.
@@ -210,6 +216,10 @@ struct State<T> {
     settled_results: usize,
     /// Results of the finished units past `settled_to`.
     unsettled_results: usize,
+    /// Files of the finished units past `settled_to`.
+    unsettled_files: usize,
+    /// Files in the job each thread is on.
+    running_files: Vec<usize>,
 }
 
 impl<T> State<T> {
@@ -235,6 +245,7 @@ impl<T> State<T> {
                 let results = unit_results(files);
                 self.settled_results += results;
                 self.unsettled_results -= results;
+                self.unsettled_files -= files.len();
             }
             last = Some(key);
             if self.settled_results >= max {
@@ -273,8 +284,31 @@ impl<T> State<T> {
     fn file(&mut self, key: Key, unit: Unit<T>) {
         if let Unit::Files(files) = &unit {
             self.unsettled_results = self.unsettled_results.saturating_add(unit_results(files));
+            self.unsettled_files += files.len();
         }
         self.done.insert(key, unit);
+    }
+
+    /// Whether the next pending job may be taken now by a search capped at `max` results.
+    fn may_take(&self, max: usize) -> bool {
+        let Some(job) = self.pending.peek() else {
+            return false;
+        };
+        if max == usize::MAX {
+            return true;
+        }
+        if let Some(bound) = self.cut_bound(max) {
+            // The results known reach the cap: only what comes before it still counts.
+            return job.key < *bound;
+        }
+        let Work::Files(files) = &job.work else {
+            return true;
+        };
+        // The earliest unfinished job is always taken (it is what the others wait for);
+        // past it, a bounded number of files.
+        let earliest = self.running.iter().flatten().all(|key| job.key < *key);
+        let ahead = self.unsettled_files + self.running_files.iter().sum::<usize>();
+        earliest || ahead + files.len() <= AHEAD
     }
 }
 
@@ -325,6 +359,8 @@ where
             settled_to: None,
             settled_results: 0,
             unsettled_results: 0,
+            unsettled_files: 0,
+            running_files: vec![0; threads],
         }),
         ready: Condvar::new(),
         seen: AtomicUsize::new(0),
@@ -395,6 +431,7 @@ impl<T: Send> Shared<'_, T> {
                     state.file(key, unit);
                 }
                 state.running[id] = None;
+                state.running_files[id] = 0;
                 let capped = plan.max_results != usize::MAX;
                 if capped && state.settle(plan.max_results) {
                     self.stop.store(true, Ordering::Relaxed);
@@ -407,17 +444,13 @@ impl<T: Send> Shared<'_, T> {
                         self.ready.notify_all();
                         return;
                     }
-                    let bound = if capped {
-                        state.cut_bound(plan.max_results)
-                    } else {
-                        None
-                    };
-                    let useful = state
-                        .pending
-                        .peek()
-                        .is_some_and(|job| bound.is_none_or(|bound| job.key < *bound));
-                    if useful && let Some(job) = state.pending.pop() {
+                    if state.may_take(plan.max_results)
+                        && let Some(job) = state.pending.pop()
+                    {
                         state.running[id] = Some(job.key.clone());
+                        if let Work::Files(files) = &job.work {
+                            state.running_files[id] = files.len();
+                        }
                         break job;
                     }
                     if state.running.iter().all(Option::is_none) {
