@@ -78,8 +78,8 @@ fn description(settings: &FsSettings) -> String {
          replaced text stay as they are. Give `expect_hash` (the hash `read` printed) to refuse \
          the edit if the file changed since you read it. The result names the matching level of \
          each edit and the changed lines, shows a unified diff, and ends with the new hash. Files \
-         over {limit} (the edit size limit), binary files and files that are not UTF-8 are \
-         refused. For a Jupyter notebook, give `cell` (the \
+         over {limit} (the edit size limit), binary files and text in another encoding \
+         than UTF-8 or UTF-16 are refused. For a Jupyter notebook, give `cell` (the \
          cell's number or id, as `read` shows them): the edits then apply to that cell's source \
          and the rest of the JSON stays byte for byte. To create a file or rewrite it whole, \
          use `write`.",

@@ -1,4 +1,5 @@
-//! The `read` tool: a page of a text file in `cat -n` form, or an image.
+//! The `read` tool: a page of a text file in `cat -n` form, an image, the text of a PDF, or the
+//! cells of a Jupyter notebook.
 //!
 //! Choices worth knowing:
 //! - One streaming pass ([`scan::scan`]) gives the page, the exact line count and the hash of the
@@ -11,6 +12,14 @@
 //!   first 8 KiB), never by the file name.
 //! - Invalid UTF-8 is shown lossily (U+FFFD) and said so; `\r` of CRLF endings and a UTF-8 BOM
 //!   are not shown, and a note says they are there, since `write` and `edit` must keep them.
+//!   Lines that end with a lone `\r` (classic Mac OS) are lines. UTF-16 (with a byte order mark,
+//!   or detected) is decoded as it streams, the hash still taken over the file's own bytes.
+//! - The binary policy is the one of [`crate::file_kind`], shared with `grep` and `edit`: a NUL
+//!   byte found anywhere in the text ends the scan and the file is refused as binary.
+//! - Images ([`mod@image`]) are decoded whole by strict decoders before they are sent, and fitted
+//!   to the size model APIs take. PDFs ([`pdf`]) are read by `lopdf` on a thread of their own,
+//!   within a size cap, a decompression cap and a deadline. Notebooks ([`notebook`]) are shown as
+//!   numbered cells, paged like text.
 //! - File I/O runs on tokio's blocking pool; dropping the call or cancelling it stops the scan.
 
 mod error;
@@ -65,8 +74,10 @@ fn description(settings: &FsSettings) -> String {
          without text, e.g. a scan, is said to have none). Jupyter notebooks (.ipynb, up to \
          {notebook}) come back as numbered cells with their type, id, source and outputs \
          (images as images). Binary files \
-         are refused with their size and kind. Non-UTF-8 bytes show as U+FFFD, CRLF line endings \
-         and a byte order mark are not shown (a note says they are there). The result ends with \
+         are refused with their size and kind. UTF-16 text (with a byte order mark, or \
+         detected) is decoded; lines that end with a lone CR are lines; other non-UTF-8 bytes \
+         show as U+FFFD; CRLF line endings and a byte order mark are not shown (a note says \
+         they are there). The result ends with \
          a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
          edit it; use `glob` to list folders and `grep` to search many files.",
         page = human::size(settings.read_bytes as u64),

@@ -3,7 +3,12 @@
 //! Choices worth knowing:
 //! - The write goes through [`crate::atomic_write`]: a temporary file in the same folder, fsync,
 //!   rename. A crash or a failure leaves the old file or the new one, never half of one. The old
-//!   file's permission bits are kept; a symbolic link is written through (its target changes).
+//!   file's owner, group and permission bits are kept; a file with several hard links (or an
+//!   owner this process cannot give a new file) is written in place instead, and the result says
+//!   so; a symbolic link is written through (its target changes).
+//! - A UTF-16 file (by its byte order mark, or detected) is written back in UTF-16, in the same
+//!   byte order and with its byte order mark if it had one: the model writes text, the file keeps
+//!   its encoding.
 //! - A read-only file is refused rather than replaced (a rename would succeed over it, even
 //!   though the file says "do not change me"), and the error says so.
 //! - Writing the content a file already has writes nothing, so its modification time stays.
@@ -32,7 +37,9 @@ fn description(settings: &FsSettings) -> String {
     format!(
         "Writes a whole file: creates it (and any missing parent folders) or replaces all of its \
          content with `content`. The write is atomic (the file is never left half written) and \
-         keeps the file's permissions; a symbolic link is written through. Returns whether the \
+         keeps the file's permissions, owner and hard links (a file with several links is \
+         written in place, which the result says) and its encoding (a UTF-16 file stays UTF-16 \
+         with its byte order mark); a symbolic link is written through. Returns whether the \
          file was created or overwritten, its bytes and lines, the old size, and the new content \
          hash (for `edit`'s `expect_hash`). Refuses folders, read-only files, paths outside the \
          workspace and content over {limit}. To change part of an existing file, prefer `edit`; \
