@@ -13,7 +13,7 @@ use vak_tool_core::{CancellationToken, human};
 
 use super::ring::{Ring, Taken};
 use crate::capture::Capture;
-use crate::clean::clean;
+use crate::clean::{binary_output, clean};
 use crate::run::{Sink, Which};
 use crate::tree::Published;
 
@@ -325,6 +325,13 @@ fn section(label: &str, taken: &Taken) -> Option<String> {
     if taken.bytes.is_empty() && taken.dropped_bytes == 0 {
         return None;
     }
+    if let Some(kind) = binary_output(&taken.bytes, &[]) {
+        return Some(format!(
+            "--- {label}: binary data, {} ({kind}), not shown ---\n[to look at it, have the job \
+             write it to a file and run `file` or `xxd … | head` on it]",
+            human::size(taken.bytes.len() as u64)
+        ));
+    }
     let body = clean(&taken.bytes);
     let body = body.strip_suffix('\n').unwrap_or(&body);
     if taken.dropped_bytes == 0 {
@@ -440,6 +447,28 @@ mod tests {
         assert!(
             error.contains("standard input of job 7 is closed"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn binary_output_is_named_not_shown() {
+        let job = job(false, 100_000);
+        let mut sink = JobSink(std::sync::Arc::clone(&job));
+        let mut seed = 0x2545_f491_u32;
+        let random: Vec<u8> = (0..4000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                seed as u8
+            })
+            .collect();
+        sink.push(Which::Stdout, b"\x89PNG\r\n\x1a\n");
+        sink.push(Which::Stdout, &random);
+        let text = job.report().text;
+        assert!(
+            text.contains("--- stdout: binary data, 3.9 KiB (PNG image), not shown ---"),
+            "{text}"
         );
     }
 

@@ -88,7 +88,7 @@ impl Link {
                 let Some(message) = Message::decode(&text) else {
                     continue;
                 };
-                let fd = (!self.fds.is_empty()).then(|| self.fds.remove(0));
+                let fd = (message.carries_fd() && !self.fds.is_empty()).then(|| self.fds.remove(0));
                 return Some((message, fd));
             }
             if !self.receive().await {
@@ -224,5 +224,44 @@ impl Control {
         if let Ok(listener) = served {
             self.proxy = Some(Proxy::serve(listener, dialer, ProxyOptions::default()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_descriptor_goes_to_the_message_that_carries_it_even_when_lines_arrive_together() {
+        let (ours, theirs) = pair().unwrap();
+        let theirs = std::os::unix::net::UnixStream::from(theirs);
+        let (_read, write) = rustix::pipe::pipe().unwrap();
+        // The helper's two processes write on one socket: here both lines, and the descriptor
+        // of the second, arrive in one read.
+        let text = format!(
+            "{}{}",
+            Message::Init(7).encode(),
+            Message::Proxy(80).encode()
+        );
+        let fds = [write.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut ancillary = SendAncillaryBuffer::new(&mut space);
+        ancillary.push(SendAncillaryMessage::ScmRights(&fds));
+        rustix::net::sendmsg(
+            &theirs,
+            &[IoSlice::new(text.as_bytes())],
+            &mut ancillary,
+            SendFlags::empty(),
+        )
+        .unwrap();
+        let mut link = Link::new(ours).unwrap();
+        let (message, fd) = link.next().await.unwrap();
+        assert_eq!(message, Message::Init(7));
+        assert!(fd.is_none(), "init's line carries no descriptor");
+        let (message, fd) = link.next().await.unwrap();
+        assert_eq!(message, Message::Proxy(80));
+        assert!(fd.is_some());
+        drop(theirs);
+        assert!(link.next().await.is_none());
     }
 }

@@ -169,7 +169,7 @@ impl Inbox {
                 let Some(message) = Message::decode(&text) else {
                     continue;
                 };
-                let fd = (!self.fds.is_empty()).then(|| self.fds.remove(0));
+                let fd = (message.carries_fd() && !self.fds.is_empty()).then(|| self.fds.remove(0));
                 return Ok(Some((message, fd)));
             }
             let mut bytes = [0u8; 1024];

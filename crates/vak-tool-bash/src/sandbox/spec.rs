@@ -222,6 +222,12 @@ pub(crate) enum Message {
 }
 
 impl Message {
+    /// Whether a descriptor comes with the message (sent along with its bytes): only the
+    /// messages that carry one may claim a received descriptor, whatever else arrived with it.
+    pub(crate) fn carries_fd(&self) -> bool {
+        matches!(self, Message::Proxy(_) | Message::Stdin | Message::Dialed)
+    }
+
     /// The message's line, with its line feed.
     pub(crate) fn encode(&self) -> String {
         match self {

@@ -657,10 +657,21 @@ async fn a_long_foreground_call_reports_its_progress() {
         "{heard:?}"
     );
     assert_eq!(heard[0].total, Some(60.0));
-    let message = heard.last().unwrap().message.clone().unwrap();
-    assert!(message.starts_with("running for "), "{message}");
+    let messages: Vec<&str> = heard
+        .iter()
+        .map(|progress| progress.message.as_deref().unwrap())
+        .collect();
     assert!(
-        message.contains("stdout 8 B (1 line), stderr 0 B (0 lines)"),
-        "{message}"
+        messages
+            .iter()
+            .all(|message| message.starts_with("running for ")),
+        "{messages:?}"
+    );
+    // The watcher waited for a report that counted the first line.
+    assert!(
+        messages
+            .iter()
+            .any(|message| message.contains("stdout 8 B (1 line), stderr 0 B (0 lines)")),
+        "{messages:?}"
     );
 }
