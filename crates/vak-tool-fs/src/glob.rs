@@ -21,7 +21,7 @@ use serde::Deserialize;
 use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use crate::FsSettings;
-use crate::walk::{self, Item, Outcome, Walker};
+use crate::walk::{self, Item, Outcome, Search, Walker};
 
 /// The description the model reads, with the limit in force.
 fn description(settings: &FsSettings) -> String {
@@ -175,21 +175,22 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
         let root = walker.root();
         let select = |path: &Path| matcher.is_match(path.strip_prefix(root).unwrap_or(path));
         let make_worker = || {
-            |path: &Path| Outcome {
+            |_: &Path, meta: Option<&std::fs::Metadata>| Outcome {
                 results: 1,
                 skipped: None,
-                value: std::fs::metadata(path)
-                    .and_then(|meta| meta.modified())
+                value: meta
+                    .and_then(|meta| meta.modified().ok())
                     .unwrap_or(SystemTime::UNIX_EPOCH),
             }
         };
-        let walked = walker.walk(
-            walk::thread_count(),
-            stop,
-            usize::MAX,
-            &select,
-            &make_worker,
-        );
+        let search = Search {
+            threads: walk::thread_count(),
+            max_results: usize::MAX,
+            select: &select,
+            stat: true,
+            make_worker: &make_worker,
+        };
+        let walked = walker.walk(search, stop);
         (walker, walked)
     })
     .await;

@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOutput, human};
 
-use crate::walk::{self, Item, Outcome, Rule, Walker};
+use crate::walk::{self, Item, Outcome, Rule, Search, Walker};
 
 /// The most subfolders listed in one folder.
 pub(crate) const FOLDERS_SHOWN: usize = 30;
@@ -144,19 +144,20 @@ async fn run(args: TreeArgs, ctx: &ToolContext) -> Result<ToolOutput, TreeError>
     let walker = Walker::new(root, ctx, args.no_ignore);
     let result = walk::run_blocking(ctx, "tree", move |stop| {
         let make_worker = || {
-            |path: &Path| Outcome {
+            |_: &Path, meta: Option<&std::fs::Metadata>| Outcome {
                 results: 0,
                 skipped: None,
-                value: std::fs::metadata(path).map_or(0, |meta| meta.len()),
+                value: meta.map_or(0, std::fs::Metadata::len),
             }
         };
-        let walked = walker.walk(
-            walk::thread_count(),
-            stop,
-            usize::MAX,
-            &|_: &Path| true,
-            &make_worker,
-        );
+        let search = Search {
+            threads: walk::thread_count(),
+            max_results: usize::MAX,
+            select: &|_: &Path| true,
+            stat: true,
+            make_worker: &make_worker,
+        };
+        let walked = walker.walk(search, stop);
         let accounting = format!(
             "{} in {} walked; {}",
             files_phrase(walked.files_seen as u64),

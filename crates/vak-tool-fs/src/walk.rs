@@ -27,6 +27,7 @@ mod ordered;
 mod rules;
 mod tally;
 
+use std::fs::Metadata;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,22 +104,23 @@ impl Walker {
     }
 
     /// Walks the tree on `threads` threads, handing every regular file that `select` keeps to a
-    /// worker (`make_worker` makes one per thread), until the walk is done, the first
+    /// worker (`make_worker` makes one per thread; with `stat`, it gets the file's metadata,
+    /// read cheaply next to the folder listing), until the walk is done, the first
     /// `max_results` results (in walk order) are known, or `stop` is set. The items come back
     /// in walk order, the same on every run.
-    pub(crate) fn walk<T, M, W>(
-        &self,
-        threads: usize,
-        stop: &AtomicBool,
-        max_results: usize,
-        select: &(dyn Fn(&Path) -> bool + Sync),
-        make_worker: &M,
-    ) -> Walked<T>
+    pub(crate) fn walk<T, M, W>(&self, search: Search<'_, M>, stop: &AtomicBool) -> Walked<T>
     where
         T: Send,
         M: Fn() -> W + Sync,
-        W: FnMut(&Path) -> Outcome<T>,
+        W: FnMut(&Path, Option<&Metadata>) -> Outcome<T>,
     {
+        let Search {
+            threads,
+            max_results,
+            select,
+            stat,
+            make_worker,
+        } = search;
         let (rules, global) = if self.no_ignore {
             (None, None)
         } else {
@@ -140,10 +142,25 @@ impl Walker {
             threads,
             max_results,
             select,
+            stat,
             make_worker,
         };
         ordered::walk(&env, &plan, stop)
     }
+}
+
+/// What one walk does with the files it finds (see [`Walker::walk`]).
+pub(crate) struct Search<'a, M> {
+    /// Threads that walk and work, the caller's among them.
+    pub(crate) threads: usize,
+    /// Stop once this many results are known, in walk order (`usize::MAX`: never).
+    pub(crate) max_results: usize,
+    /// Whether a file is handed to the worker.
+    pub(crate) select: &'a (dyn Fn(&Path) -> bool + Sync),
+    /// Whether the worker gets each file's metadata.
+    pub(crate) stat: bool,
+    /// Makes one worker per thread.
+    pub(crate) make_worker: &'a M,
 }
 
 /// Whether a path (below the workspace) has a component named one of `names`.
@@ -241,18 +258,29 @@ mod tests {
         (dir, ctx)
     }
 
+    /// A search of every file, without metadata.
+    fn search<M>(threads: usize, max_results: usize, make_worker: &M) -> Search<'_, M> {
+        Search {
+            threads,
+            max_results,
+            select: &|_: &Path| true,
+            stat: false,
+            make_worker,
+        }
+    }
+
     /// Every file of a walk, relative to the workspace, in the order given, with a result for
     /// each file whose name contains `hit`.
     fn walk(walker: &Walker, threads: usize, max_results: usize) -> (Walked<()>, Vec<String>) {
         let stop = AtomicBool::new(false);
         let make = || {
-            |path: &Path| Outcome {
+            |path: &Path, _: Option<&Metadata>| Outcome {
                 results: usize::from(path.to_string_lossy().contains("hit")),
                 skipped: None,
                 value: (),
             }
         };
-        let walked = walker.walk(threads, &stop, max_results, &|_: &Path| true, &make);
+        let walked = walker.walk(search(threads, max_results, &make), &stop);
         let files = walked
             .items
             .iter()
@@ -356,7 +384,7 @@ mod tests {
         let (_dir, ctx) = tree(&names);
         let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
         let make = || {
-            |path: &Path| {
+            |path: &Path, _: Option<&Metadata>| {
                 let first = path.ends_with("f0000");
                 if first {
                     // Long enough for the others to reach the end of the tree unchecked.
@@ -370,7 +398,7 @@ mod tests {
             }
         };
         let stop = AtomicBool::new(false);
-        let walked = walker.walk(4, &stop, 1, &|_: &Path| true, &make);
+        let walked = walker.walk(search(4, 1, &make), &stop);
         assert!(
             walked.opened <= ordered::AHEAD + 4 * ordered::CHUNK,
             "{} files opened",
@@ -390,13 +418,13 @@ mod tests {
         let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
         let stop = AtomicBool::new(true);
         let make = || {
-            |_: &Path| Outcome {
+            |_: &Path, _: Option<&Metadata>| Outcome {
                 results: 0,
                 skipped: None,
                 value: (),
             }
         };
-        let walked = walker.walk(2, &stop, usize::MAX, &|_: &Path| true, &make);
+        let walked = walker.walk(search(2, usize::MAX, &make), &stop);
         assert_eq!(walked.opened, 0);
         assert!(walked.items.is_empty());
     }

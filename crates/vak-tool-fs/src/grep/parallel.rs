@@ -10,7 +10,7 @@ use vak_tool_core::ToolContext;
 use super::query::Query;
 use super::report::Report;
 use super::sink::search_file;
-use crate::walk::{Item, Outcome, Walker};
+use crate::walk::{Item, Outcome, Search, Walker};
 
 /// Searches the tree below `walker`'s root on `threads` threads (see [`Walker::walk`]):
 /// the report holds the first `max_matches` results in walk order and counts what was searched
@@ -31,7 +31,7 @@ pub(super) fn search_tree(
     };
     let make_worker = || {
         let mut searcher = query.searcher();
-        move |path: &Path| {
+        move |path: &Path, _: Option<&std::fs::Metadata>| {
             let file = search_file(&mut searcher, query, path);
             Outcome {
                 results: query.results_in(&file),
@@ -40,7 +40,14 @@ pub(super) fn search_tree(
             }
         }
     };
-    let walked = walker.walk(threads, stop, query.max_matches, &select, &make_worker);
+    let search = Search {
+        threads,
+        max_results: query.max_matches,
+        select: &select,
+        stat: false,
+        make_worker: &make_worker,
+    };
+    let walked = walker.walk(search, stop);
     let mut report = Report::new(walked.tally(), walker.no_ignore());
     report.files_searched = walked.files_searched();
     report.files_opened = walked.opened;

@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::ffi::OsStr;
+use std::fs::Metadata;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -48,6 +49,9 @@ pub(super) const AHEAD: usize = 256;
 /// A position in walk order: the index of each path component among its folder's entries,
 /// sorted by name.
 type Key = Vec<u32>;
+
+/// A file handed to a worker, with its metadata when the walk reads it.
+type FileJob = (PathBuf, Option<Metadata>);
 
 /// What the worker made of one file.
 #[derive(Debug)]
@@ -145,6 +149,9 @@ pub(super) struct Plan<'a, M> {
     pub(super) max_results: usize,
     /// Whether a file is handed to the worker (`grep`'s `include`, `glob`'s pattern).
     pub(super) select: &'a (dyn Fn(&Path) -> bool + Sync),
+    /// Whether the worker gets each selected file's metadata (links followed), read next to
+    /// the folder listing (relative to the open folder, without a path lookup).
+    pub(super) stat: bool,
     /// Makes one worker per thread.
     pub(super) make_worker: &'a M,
 }
@@ -164,7 +171,7 @@ struct Folder {
 
 enum Work {
     Folder(Folder),
-    Files(Vec<PathBuf>),
+    Files(Vec<FileJob>),
 }
 
 struct Job {
@@ -336,7 +343,7 @@ pub(super) fn walk<T, M, W>(env: &Env<'_>, plan: &Plan<'_, M>, stop: &AtomicBool
 where
     T: Send,
     M: Fn() -> W + Sync,
-    W: FnMut(&Path) -> Outcome<T>,
+    W: FnMut(&Path, Option<&Metadata>) -> Outcome<T>,
 {
     let threads = plan.threads.max(1);
     let mut pending = BinaryHeap::new();
@@ -413,7 +420,7 @@ impl<T: Send> Shared<'_, T> {
     fn run<M, W>(&self, id: usize, plan: &Plan<'_, M>)
     where
         M: Fn() -> W + Sync,
-        W: FnMut(&Path) -> Outcome<T>,
+        W: FnMut(&Path, Option<&Metadata>) -> Outcome<T>,
     {
         let mut worker = (plan.make_worker)();
         let mut finished: Vec<(Key, Unit<T>)> = Vec::new();
@@ -471,17 +478,17 @@ impl<T: Send> Shared<'_, T> {
             };
             match job.work {
                 Work::Folder(folder) => {
-                    self.expand(job.key, folder, plan.select, &mut finished, &mut jobs);
+                    self.expand(job.key, folder, plan, &mut finished, &mut jobs);
                 }
                 Work::Files(paths) => {
                     let mut files = Vec::with_capacity(paths.len());
                     let mut results = 0usize;
-                    for path in paths {
+                    for (path, meta) in paths {
                         if self.stop.load(Ordering::Relaxed) || results >= plan.max_results {
                             break;
                         }
                         self.opened.fetch_add(1, Ordering::Relaxed);
-                        let outcome = worker(&path);
+                        let outcome = worker(&path, meta.as_ref());
                         results = results.saturating_add(outcome.results);
                         files.push((path, outcome));
                     }
@@ -493,11 +500,11 @@ impl<T: Send> Shared<'_, T> {
 
     /// Reads one folder: its entries sorted by name, each kept (a folder job, a file for a
     /// chunk) or left out with its rule.
-    fn expand(
+    fn expand<M>(
         &self,
         key: Key,
         folder: Folder,
-        select: &(dyn Fn(&Path) -> bool + Sync),
+        plan: &Plan<'_, M>,
         finished: &mut Vec<(Key, Unit<T>)>,
         jobs: &mut Vec<Job>,
     ) {
@@ -517,16 +524,16 @@ impl<T: Send> Shared<'_, T> {
         let mut entries: Vec<_> = read
             .filter_map(|entry| {
                 let entry = entry.ok()?;
-                Some((entry.file_name(), entry.file_type().ok()?))
+                Some((entry.file_name(), entry.file_type().ok()?, entry))
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let rules = rules.map(|parent| {
-            let markers = Markers::from_names(entries.iter().map(|(name, _)| name.as_os_str()));
+            let markers = Markers::from_names(entries.iter().map(|(name, _, _)| name.as_os_str()));
             Rules::enter(&parent, &path, markers)
         });
         let has_package_json = entries
-            .binary_search_by(|(name, _)| name.as_os_str().cmp(OsStr::new("package.json")))
+            .binary_search_by(|(name, _, _)| name.as_os_str().cmp(OsStr::new("package.json")))
             .is_ok();
         let child_key = |index: usize| {
             let mut child = Vec::with_capacity(key.len() + 1);
@@ -534,8 +541,8 @@ impl<T: Send> Shared<'_, T> {
             child.push(u32::try_from(index).unwrap_or(u32::MAX));
             child
         };
-        let mut chunk: Option<(Key, Vec<PathBuf>)> = None;
-        let flush = |chunk: &mut Option<(Key, Vec<PathBuf>)>, jobs: &mut Vec<Job>| {
+        let mut chunk: Option<(Key, Vec<FileJob>)> = None;
+        let flush = |chunk: &mut Option<(Key, Vec<FileJob>)>, jobs: &mut Vec<Job>| {
             if let Some((key, files)) = chunk.take() {
                 jobs.push(Job {
                     key,
@@ -544,7 +551,7 @@ impl<T: Send> Shared<'_, T> {
             }
         };
         let mut seen_here = 0;
-        for (index, (name, kind)) in entries.into_iter().enumerate() {
+        for (index, (name, kind, entry)) in entries.into_iter().enumerate() {
             let child = path.join(&name);
             let (is_dir, is_file, target) = if kind.is_symlink() {
                 match follow(env, &path, &child, hops.as_ref()) {
@@ -629,12 +636,19 @@ impl<T: Send> Shared<'_, T> {
                     continue;
                 }
                 seen_here += 1;
-                if !select(&child) {
+                if !(plan.select)(&child) {
                     continue;
                 }
                 let (_, files) =
                     chunk.get_or_insert_with(|| (child_key(index), Vec::with_capacity(CHUNK)));
-                files.push(child);
+                let meta = if !plan.stat {
+                    None
+                } else if kind.is_symlink() {
+                    std::fs::metadata(&child).ok()
+                } else {
+                    entry.metadata().ok()
+                };
+                files.push((child, meta));
                 if files.len() >= CHUNK {
                     flush(&mut chunk, jobs);
                 }
