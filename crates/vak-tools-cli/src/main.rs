@@ -11,8 +11,10 @@ use std::io::{ErrorKind, Read, StdoutLock, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod gate;
 mod ledger;
 mod mcp;
+mod stdio;
 
 use clap::{Args, Parser, Subcommand};
 use vak_tools::core::Dialect;

@@ -10,18 +10,20 @@
 //! `bash` command: elapsed time, bytes seen). Background jobs live in the connection's
 //! session, and end with it.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool as McpTool, ToolAnnotations,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use vak_tools::window::{Recall, chars, lines, window};
 use vak_tools::{
@@ -35,7 +37,7 @@ use crate::ledger::Ledger;
 const RECALL: &str = "recall";
 
 /// How long shutdown waits for cancelled calls to finish killing what they started.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// The MCP server: the registry, a context per call, the ledger.
 #[derive(Clone)]
@@ -52,6 +54,11 @@ struct Inner {
     shutdown: CancellationToken,
     /// The calls running now: each holds a token of it for as long as it lives.
     calls: TaskTracker,
+    /// Bounds the calls running at once, shared by every session (`[mcp] max_calls`).
+    limit: Option<Arc<Semaphore>>,
+    /// Serve only the protocol versions that have an `initialize` handshake, and so a session
+    /// (over HTTP, where each session has its own ledger and state).
+    handshake_only: bool,
 }
 
 /// Arguments of `recall`.
@@ -104,35 +111,69 @@ impl Server {
                 recall_spec,
                 shutdown: CancellationToken::new(),
                 calls: TaskTracker::new(),
+                limit: None,
+                handshake_only: false,
             }),
         }
     }
 
-    /// Serves on stdin/stdout until the client closes stdin, then cancels running calls and
-    /// waits (a bounded time) for them to end.
-    pub(crate) async fn serve_stdio(self) -> Result<(), String> {
-        let inner = Arc::clone(&self.inner);
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|error| format!("MCP initialisation failed: {error}"))?;
-        tokio::select! {
-            quit = running.waiting() => {
-                tracing::info!(?quit, "MCP client went away; stopping running calls");
-            }
-            signal = crate::terminated() => {
-                tracing::info!(signal, "terminated; stopping running calls");
-            }
-        }
-        inner.shutdown.cancel();
-        if !finish_calls(&inner.calls, SHUTDOWN_GRACE).await {
+    /// Cancels every running call (of every session made from this server) and waits, at most
+    /// [`SHUTDOWN_GRACE`], for them to end; whether they all did.
+    pub(crate) async fn stop_calls(&self) -> bool {
+        self.inner.shutdown.cancel();
+        let ended = finish_calls(&self.inner.calls, SHUTDOWN_GRACE).await;
+        if !ended {
             tracing::warn!(
-                running = inner.calls.len(),
+                running = self.inner.calls.len(),
                 "calls still running after the shutdown grace; leaving them"
             );
         }
-        // The connection's session ends with it: its background jobs are killed now.
-        inner.ctx.session().clear();
+        // The session ends with its calls: its background jobs are killed now.
+        self.inner.ctx.session().clear();
+        ended
+    }
+
+    /// Serves on stdin/stdout until the client closes stdin (or a SIGTERM/SIGHUP), then cancels
+    /// running calls at once and waits (a bounded time) for them to end.
+    pub(crate) async fn serve_stdio(self) -> Result<(), String> {
+        let server = self.clone();
+        let (transport, io) = crate::stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+        let running = match self.serve(transport).await {
+            Ok(running) => running,
+            // A client that left before `initialize`: nothing was started, a quiet end.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                tracing::info!("standard input ended before `initialize`");
+                return Ok(());
+            }
+            Err(error) => return Err(format!("MCP initialisation failed: {error}")),
+        };
+        let service = running.waiting();
+        tokio::pin!(service);
+        let service_ended = tokio::select! {
+            quit = &mut service => {
+                tracing::info!(?quit, "MCP service ended; stopping running calls");
+                true
+            }
+            () = io.input_closed.cancelled() => {
+                tracing::info!("standard input closed; cancelling running calls");
+                false
+            }
+            signal = crate::terminated() => {
+                tracing::info!(signal, "terminated; stopping running calls");
+                false
+            }
+        };
+        // Cancel first: rmcp waits for the calls' answers before its service ends.
+        server.stop_calls().await;
+        if !service_ended
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut service)
+                .await
+                .is_err()
+        {
+            tracing::warn!("the MCP service did not end; leaving it");
+        }
+        // Every answer rmcp sent is written before the process exits.
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, io.writer).await;
         Ok(())
     }
 
@@ -142,10 +183,12 @@ impl Server {
             _ => JsonObject::new(),
         };
         let writes = spec.has(Capability::WriteFs) || spec.has(Capability::Execute);
+        // A command reaches the network too (through bash's guarded proxy).
+        let open_world = spec.has(Capability::Network) || spec.has(Capability::Execute);
         let annotations = ToolAnnotations::new()
             .read_only(!writes && !spec.has(Capability::Network))
             .destructive(writes)
-            .open_world(spec.has(Capability::Network));
+            .open_world(open_world);
         McpTool::new(
             spec.name.clone(),
             spec.description.clone(),
@@ -164,13 +207,31 @@ impl Server {
             return self.recall(args);
         }
         let Some(spec) = self.inner.registry.spec(name).cloned() else {
-            return self.inner.registry.call(name, args, &self.inner.ctx).await;
+            let mut names = self.inner.registry.names();
+            names.push(RECALL);
+            names.sort_unstable();
+            return ToolOutput::error(format!(
+                "unknown tool `{name}`. The tools are: {}.",
+                names.join(", ")
+            ));
         };
         if posture(&spec, self.inner.mode) == Posture::Ask
             && let Err(refusal) = self.approve(&spec, &args, context).await
         {
             return refusal;
         }
+        let _permit = match &self.inner.limit {
+            None => None,
+            Some(limit) => tokio::select! {
+                permit = Arc::clone(limit).acquire_owned() => permit.ok(),
+                () = context.ct.cancelled() => {
+                    return ToolOutput::error("cancelled while waiting for a free call slot");
+                }
+                () = self.inner.shutdown.cancelled() => {
+                    return ToolOutput::error("the server is shutting down; nothing was run");
+                }
+            },
+        };
         let token = self.inner.shutdown.child_token();
         let ctx = self.inner.ctx.clone().with_parent_cancel(&token);
         let (ctx, progress) = forward_progress(ctx, context);
@@ -263,8 +324,14 @@ impl Server {
             }
         };
         match (args.from_line, args.to_line, args.from_char, args.to_char) {
-            (Some(from), Some(to), None, None) => ToolOutput::text(lines(&text, from, to)),
-            (None, None, Some(from), Some(to)) => ToolOutput::text(chars(&text, from, to)),
+            (Some(from), Some(to), None, None) => match out_of_range(&text, "lines", from, to) {
+                Some(error) => ToolOutput::error(error.for_call(&args.call_id)),
+                None => ToolOutput::text(lines(&text, from, to)),
+            },
+            (None, None, Some(from), Some(to)) => match out_of_range(&text, "chars", from, to) {
+                Some(error) => ToolOutput::error(error.for_call(&args.call_id)),
+                None => ToolOutput::text(chars(&text, from, to)),
+            },
             _ => ToolOutput::error(
                 "give either `from_line` and `to_line`, or `from_char` and `to_char`, exactly as \
                  the marker line of the window names them",
@@ -292,6 +359,63 @@ impl Server {
         result.is_error = Some(output.is_error);
         result
     }
+}
+
+/// A recall range that names nothing of the result: what to say about it.
+struct OutOfRange {
+    unit: &'static str,
+    from: usize,
+    to: usize,
+    lines: usize,
+    chars: usize,
+}
+
+impl OutOfRange {
+    fn for_call(&self, call_id: &str) -> String {
+        let Self {
+            unit,
+            from,
+            to,
+            lines,
+            chars,
+        } = *self;
+        let valid = |count: usize, unit: &str| {
+            if count == 0 {
+                format!("no {unit}")
+            } else {
+                format!("{unit} 1..={count}")
+            }
+        };
+        let why = if from > to {
+            format!("the range {unit} {from}..={to} is empty (from is past to)")
+        } else {
+            format!("{unit} {from}..={to} are not all inside it")
+        };
+        format!(
+            "nothing recalled from `{call_id}`: {why}. That result has {} and {}; give \
+             `from_{}` and `to_{}` within them, 1-based and inclusive, as the marker line names \
+             them.",
+            valid(lines, "lines"),
+            valid(chars, "chars"),
+            unit.trim_end_matches('s'),
+            unit.trim_end_matches('s'),
+        )
+    }
+}
+
+/// `None` when `from..=to` ("lines" or "chars", 1-based, inclusive) lies inside `text`.
+fn out_of_range(text: &str, unit: &'static str, from: usize, to: usize) -> Option<OutOfRange> {
+    let lines = text.split_inclusive('\n').count();
+    let chars = text.chars().count();
+    let count = if unit == "lines" { lines } else { chars };
+    let inside = 1 <= from && from <= to && to <= count;
+    (!inside).then_some(OutOfRange {
+        unit,
+        from,
+        to,
+        lines,
+        chars,
+    })
 }
 
 /// How long a finished call waits for its last progress notifications to go out.
@@ -356,6 +480,22 @@ async fn finish_calls(calls: &TaskTracker, grace: Duration) -> bool {
 }
 
 impl ServerHandler for Server {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        let known = ProtocolVersion::KNOWN_VERSIONS;
+        if !self.inner.handshake_only {
+            return Cow::Borrowed(known);
+        }
+        // From 2026-07-28 on, MCP over HTTP has no sessions: each request would get a server of
+        // its own, without the ledger `recall` reads. Sessions need a handshake version.
+        Cow::Owned(
+            known
+                .iter()
+                .filter(|version| version.has_initialize())
+                .cloned()
+                .collect(),
+        )
+    }
+
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("vak-tools", env!("CARGO_PKG_VERSION")))

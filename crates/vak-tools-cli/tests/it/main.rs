@@ -6,6 +6,7 @@
 )]
 
 mod cli;
+mod conformance;
 mod jobs;
 mod mcp;
 mod sandbox;
