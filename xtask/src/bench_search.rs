@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::resource::{UsageWho, getrusage};
 use serde_json::{Value, json};
 use vak_tool_core::{Registry, ToolContext};
 use vak_tool_fs::FsSettings;
@@ -375,23 +376,24 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn ours(
-        &self,
-        registry: &Registry,
-        ctx: &ToolContext,
-        args: &Value,
-    ) -> Result<(Duration, usize), String> {
+    fn ours(&self, registry: &Registry, ctx: &ToolContext, args: &Value) -> Result<Run, String> {
+        let cpu_before = cpu(UsageWho::RUSAGE_SELF);
         let started = Instant::now();
         let out = self
             .runtime
             .block_on(registry.call(self.tool, args.clone(), ctx));
         let elapsed = started.elapsed();
+        let cpu = cpu(UsageWho::RUSAGE_SELF).saturating_sub(cpu_before);
         if out.is_error {
             return Err(format!("{} failed: {}", self.tool, out.text_content()));
         }
         let text = out.text_content();
         let lines = text.lines().filter(|line| !line.starts_with('[')).count();
-        Ok((elapsed, lines))
+        Ok(Run {
+            wall: elapsed,
+            cpu,
+            lines,
+        })
     }
 
     fn table(&self, corpus: &Path, cases: &[Case], runs: usize) -> Result<(), String> {
@@ -417,16 +419,18 @@ impl Bench<'_> {
         println!();
         println!(
             "| case | ours median (ms) | {program} median (ms) | ratio | ours fastest (ms) | \
-             {program} fastest (ms) | ratio | our lines | {program} lines |"
+             {program} fastest (ms) | ratio | ours CPU (ms) | {program} CPU (ms) | ratio | our \
+             lines | {program} lines |"
         );
-        println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        println!(
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
         for case in cases {
             // Warm-up: page cache, our thread pools, the other tool's binary.
             self.ours(&registry, &ctx, &case.args)?;
             theirs(program, case, corpus)?;
-            let mut our_times = Vec::new();
-            let mut their_times = Vec::new();
-            let (mut our_lines, mut their_lines) = (0, 0);
+            let mut our_runs = Vec::new();
+            let mut their_runs = Vec::new();
             for run in 0..runs {
                 let order: [bool; 2] = if run % 2 == 0 {
                     [true, false]
@@ -435,24 +439,29 @@ impl Bench<'_> {
                 };
                 for ours_now in order {
                     if ours_now {
-                        let (time, lines) = self.ours(&registry, &ctx, &case.args)?;
-                        our_times.push(time);
-                        our_lines = lines;
+                        our_runs.push(self.ours(&registry, &ctx, &case.args)?);
                     } else {
-                        let (time, lines) = theirs(program, case, corpus)?;
-                        their_times.push(time);
-                        their_lines = lines;
+                        their_runs.push(theirs(program, case, corpus)?);
                     }
                 }
             }
-            let (ours_median, ours_fastest) = median_and_fastest_ms(&mut our_times);
-            let (theirs_median, theirs_fastest) = median_and_fastest_ms(&mut their_times);
+            let ours = Summary::of(&our_runs);
+            let theirs = Summary::of(&their_runs);
             println!(
-                "| {} | {ours_median:.1} | {theirs_median:.1} | {:.2} | {ours_fastest:.1} | \
-                 {theirs_fastest:.1} | {:.2} | {our_lines} | {their_lines} |",
+                "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {} \
+                 | {} |",
                 case.name,
-                ours_median / theirs_median,
-                ours_fastest / theirs_fastest
+                ours.median,
+                theirs.median,
+                ours.median / theirs.median,
+                ours.fastest,
+                theirs.fastest,
+                ours.fastest / theirs.fastest,
+                ours.cpu,
+                theirs.cpu,
+                ours.cpu / theirs.cpu,
+                ours.lines,
+                theirs.lines
             );
         }
         Ok(())
@@ -480,7 +489,8 @@ fn find_program(names: &[&str]) -> Result<String, String> {
 
 /// Runs the other tool in the corpus and reads its output (all of it, or `case.head` lines and
 /// then closes the pipe); the time includes its exit.
-fn theirs(program: &str, case: &Case, corpus: &Path) -> Result<(Duration, usize), String> {
+fn theirs(program: &str, case: &Case, corpus: &Path) -> Result<Run, String> {
+    let cpu_before = cpu(UsageWho::RUSAGE_CHILDREN);
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(&case.theirs)
@@ -519,13 +529,56 @@ fn theirs(program: &str, case: &Case, corpus: &Path) -> Result<(Duration, usize)
     child
         .wait()
         .map_err(|error| format!("{program}: {error}"))?;
-    Ok((started.elapsed(), lines))
+    let wall = started.elapsed();
+    Ok(Run {
+        wall,
+        cpu: cpu(UsageWho::RUSAGE_CHILDREN).saturating_sub(cpu_before),
+        lines,
+    })
 }
 
-fn median_and_fastest_ms(times: &mut [Duration]) -> (f64, f64) {
-    times.sort();
-    let ms = |time: Option<&Duration>| time.map_or(0.0, |time| time.as_secs_f64() * 1000.0);
-    (ms(times.get(times.len() / 2)), ms(times.first()))
+/// One timed run of one side.
+struct Run {
+    wall: Duration,
+    /// User and system time: of this process for ours (nothing else runs in it meanwhile), of
+    /// the child for theirs.
+    cpu: Duration,
+    lines: usize,
+}
+
+/// Medians and the fastest run, in milliseconds.
+struct Summary {
+    median: f64,
+    fastest: f64,
+    cpu: f64,
+    lines: usize,
+}
+
+impl Summary {
+    fn of(runs: &[Run]) -> Self {
+        let ms = |time: Option<&Duration>| time.map_or(0.0, |time| time.as_secs_f64() * 1000.0);
+        let mut wall: Vec<Duration> = runs.iter().map(|run| run.wall).collect();
+        let mut cpu: Vec<Duration> = runs.iter().map(|run| run.cpu).collect();
+        wall.sort();
+        cpu.sort();
+        Self {
+            median: ms(wall.get(wall.len() / 2)),
+            fastest: ms(wall.first()),
+            cpu: ms(cpu.get(cpu.len() / 2)),
+            lines: runs.last().map_or(0, |run| run.lines),
+        }
+    }
+}
+
+/// User plus system time so far of `who`.
+fn cpu(who: UsageWho) -> Duration {
+    let time = |value: nix::sys::time::TimeVal| {
+        Duration::from_secs(u64::try_from(value.tv_sec()).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(value.tv_usec()).unwrap_or(0))
+    };
+    getrusage(who).map_or(Duration::ZERO, |usage| {
+        time(usage.user_time()) + time(usage.system_time())
+    })
 }
 
 fn shell_quote(arg: &str) -> String {
