@@ -425,7 +425,9 @@ impl Bench<'_> {
         println!(
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         );
-        for case in cases {
+        // `VAK_BENCH_CASE=text` runs only the cases whose name holds `text` (for profiling).
+        let only = std::env::var("VAK_BENCH_CASE").unwrap_or_default();
+        for case in cases.iter().filter(|case| case.name.contains(&only)) {
             // Warm-up: page cache, our thread pools, the other tool's binary.
             self.ours(&registry, &ctx, &case.args)?;
             theirs(program, case, corpus)?;

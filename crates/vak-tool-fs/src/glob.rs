@@ -214,11 +214,10 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
             _ => None,
         })
         .collect();
-    found.sort_unstable_by(|a, b| {
-        b.modified
-            .cmp(&a.modified)
-            .then_with(|| a.path.cmp(&b.path))
-    });
+    // The walk gives the files in path order (component by component): a stable sort by time
+    // keeps ties in it, without comparing paths (files checked out or copied together often
+    // share their time).
+    found.sort_by_key(|found| std::cmp::Reverse(found.modified));
     Ok(ToolOutput::text(render(
         &args.pattern,
         ctx,
