@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 const UNSAFE_CRATE: &str = "vak-tool-bash";
 /// The crates that may start processes.
 const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse"];
-/// The crates that may depend on the HTTP stack.
-const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse"];
+/// The crates that may depend on the HTTP stack: the two that fetch, and the binary, which
+/// serves MCP over HTTP (inbound only: clippy's ban on opening connections holds there too).
+const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse", "vak-tools-cli"];
 /// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
 const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-tool-net"];
 /// Dependencies that make up the HTTP stack.
@@ -171,7 +172,7 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
         if HTTP_STACK.contains(&dep.as_str()) && !HTTP_CRATES.contains(&name) {
             problems.push(format!(
                 "{name} depends on `{dep}`: only {} may depend on the HTTP stack",
-                HTTP_CRATES.join(" and ")
+                HTTP_CRATES.join(", ")
             ));
         }
     }

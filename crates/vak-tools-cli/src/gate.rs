@@ -279,26 +279,10 @@ impl Gate {
                 "`initialize` may not be part of a batch: send it on its own",
             ));
         }
-        let parsed = match ClientJsonRpcMessage::deserialize(message) {
+        let parsed = match read_request(method, &id, message) {
             Ok(parsed) => parsed,
-            Err(error) => {
-                return One::Reply(error_reply(
-                    Some(id),
-                    INVALID_REQUEST,
-                    &format!("not a valid JSON-RPC request ({error})"),
-                ));
-            }
+            Err(reply) => return One::Reply(reply),
         };
-        if let ClientJsonRpcMessage::Request(request) = &parsed
-            && matches!(request.request, ClientRequest::CustomRequest(_))
-            && STANDARD_REQUESTS.contains(&method)
-        {
-            return One::Reply(error_reply(
-                Some(id),
-                INVALID_PARAMS,
-                &params_problem(method, message.get("params")),
-            ));
-        }
         if method == "initialize" {
             self.started = true;
             self.initialize_id = Some(id);
@@ -353,6 +337,68 @@ impl Gate {
             )),
         }
     }
+}
+
+/// The request rmcp reads from `message`, or the error reply when it cannot be served as it is:
+/// not a request rmcp can read (-32600), or a standard method whose params it could only read as
+/// a custom request (-32602).
+fn read_request(method: &str, id: &Value, message: &Value) -> Result<ClientJsonRpcMessage, Value> {
+    let parsed = ClientJsonRpcMessage::deserialize(message).map_err(|error| {
+        error_reply(
+            Some(id.clone()),
+            INVALID_REQUEST,
+            &format!("not a valid JSON-RPC request ({error})"),
+        )
+    })?;
+    if let ClientJsonRpcMessage::Request(request) = &parsed
+        && matches!(request.request, ClientRequest::CustomRequest(_))
+        && STANDARD_REQUESTS.contains(&method)
+    {
+        return Err(error_reply(
+            Some(id.clone()),
+            INVALID_PARAMS,
+            &params_problem(method, message.get("params")),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// The body of one HTTP POST, vetted without session state: `Some` error reply (and whether it
+/// is the client's malformed text, a 400) when rmcp should not see it. Notifications and
+/// responses pass; rmcp answers them with a status.
+pub(crate) fn vet_post(body: &[u8]) -> Option<(Value, bool)> {
+    let message = match serde_json::from_slice::<Value>(body) {
+        Ok(message) => message,
+        Err(error) => {
+            let reply = error_reply(
+                None,
+                PARSE_ERROR,
+                &format!("the body is not JSON ({error})"),
+            );
+            return Some((reply, true));
+        }
+    };
+    let malformed = |text: &str| Some((error_reply(None, INVALID_REQUEST, text), true));
+    let Value::Object(map) = &message else {
+        return if message.is_array() {
+            malformed(
+                "JSON-RPC batches are not served over HTTP (MCP dropped them after \
+                 2025-03-26): send one message per POST",
+            )
+        } else {
+            malformed("a JSON-RPC message is an object with `jsonrpc`, and `method` or `result`")
+        };
+    };
+    let (Some(method), Some(id)) = (map.get("method").and_then(Value::as_str), map.get("id"))
+    else {
+        return None;
+    };
+    if !usable_id(id) {
+        return malformed("the request's `id` must be a string or an integer");
+    }
+    read_request(method, id, &message)
+        .err()
+        .map(|reply| (reply, false))
 }
 
 /// Whether JSON-RPC lets `id` name a request MCP can answer: a string or an integer.

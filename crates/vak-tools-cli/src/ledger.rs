@@ -48,6 +48,11 @@ impl Ledger {
             .map(|(_, text)| Arc::clone(text))
     }
 
+    /// The budget this ledger was made with.
+    pub(crate) fn budget_bytes(&self) -> usize {
+        self.budget_bytes
+    }
+
     /// The oldest call id still kept.
     pub(crate) fn oldest(&self) -> Option<&str> {
         self.entries.front().map(|(id, _)| id.as_str())

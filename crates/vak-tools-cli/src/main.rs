@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod gate;
+mod http;
 mod ledger;
 mod mcp;
 mod stdio;
@@ -60,8 +61,11 @@ enum Command {
         #[command(flatten)]
         place: Place,
     },
-    /// Serve every tool over the Model Context Protocol on standard input and output.
+    /// Serve every tool over the Model Context Protocol: on standard input and output, or with
+    /// `--http` over Streamable HTTP.
     Mcp {
+        #[command(flatten)]
+        http: HttpArgs,
         #[command(flatten)]
         place: Place,
     },
@@ -80,6 +84,28 @@ struct Place {
     /// The config file (default: `<workspace>/.vak/config.toml`, defaults if missing).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+/// `mcp --http` and its security settings (see docs/mcp.md).
+#[derive(Debug, Args)]
+struct HttpArgs {
+    /// Serve MCP's Streamable HTTP transport on this address (`127.0.0.1:8765`, `0.0.0.0:8765`)
+    /// at the path `/mcp`, instead of standard input and output.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// The file holding the bearer token every request must carry (default: the
+    /// `VAK_MCP_TOKEN` environment variable). Required unless `--no-auth` on loopback.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// Serve without a token: allowed on a loopback address only.
+    #[arg(long, requires = "http", conflicts_with = "token_file")]
+    no_auth: bool,
+    /// PEM certificate chain: serve HTTPS (with `--tls-key`).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
 }
 
 /// A usage error: exit 2 with this one-line reason.
@@ -199,7 +225,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp { place } => {
+        Command::Mcp { http, place } => {
             let (config, workspace) = load(&place)?;
             let ctx = config.tool_context(&workspace)?;
             let server = mcp::Server::new(
@@ -208,7 +234,30 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
                 config.permissions.mode,
                 config.mcp.ledger_bytes,
             );
-            server.serve_stdio().await.map_err(Usage)?;
+            let Some(addr) = http.http else {
+                server.serve_stdio().await.map_err(Usage)?;
+                return Ok(ExitCode::SUCCESS);
+            };
+            let token = if http.no_auth {
+                None
+            } else {
+                let token = crate::http::read_token(http.token_file.as_deref()).map_err(Usage)?;
+                Some(token.ok_or_else(|| {
+                    Usage(format!(
+                        "mcp --http needs a bearer token: --token-file FILE or {}; on a \
+                         loopback address --no-auth serves without one",
+                        crate::http::TOKEN_ENV
+                    ))
+                })?)
+            };
+            let options = crate::http::Options {
+                addr,
+                token,
+                tls: http.tls_cert.zip(http.tls_key),
+                max_body_bytes: config.mcp.max_body_bytes,
+                max_calls: config.mcp.max_calls,
+            };
+            crate::http::serve(server, options).await.map_err(Usage)?;
             Ok(ExitCode::SUCCESS)
         }
     }

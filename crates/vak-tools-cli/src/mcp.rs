@@ -24,11 +24,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::Semaphore;
+use tokio_util::sync::DropGuard;
 use tokio_util::task::TaskTracker;
 use vak_tools::window::{Recall, chars, lines, window};
 use vak_tools::{
-    CancellationToken, Capability, Content, PermissionMode, Posture, Registry, ToolContext,
-    ToolOutput, ToolSpec, parse_args, posture,
+    CancellationToken, Capability, Content, PermissionMode, Posture, Registry, Session,
+    ToolContext, ToolOutput, ToolSpec, parse_args, posture,
 };
 
 use crate::ledger::Ledger;
@@ -59,6 +60,8 @@ struct Inner {
     /// Serve only the protocol versions that have an `initialize` handshake, and so a session
     /// (over HTTP, where each session has its own ledger and state).
     handshake_only: bool,
+    /// A session of `mcp --http`: dropped with it, which clears its state (background jobs).
+    _ended: Option<DropGuard>,
 }
 
 /// Arguments of `recall`.
@@ -113,6 +116,59 @@ impl Server {
                 calls: TaskTracker::new(),
                 limit: None,
                 handshake_only: false,
+                _ended: None,
+            }),
+        }
+    }
+
+    /// This server as the template of the sessions of MCP over HTTP: at most `max_calls` calls
+    /// at once across all of them, and only protocol versions that have a session.
+    pub(crate) fn for_sessions(self, max_calls: usize) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                registry: inner.registry.clone(),
+                ctx: inner.ctx.clone(),
+                mode: inner.mode,
+                ledger: Mutex::new(Ledger::new(budget_of(&inner.ledger))),
+                recall_spec: inner.recall_spec.clone(),
+                shutdown: inner.shutdown.clone(),
+                calls: inner.calls.clone(),
+                limit: Some(Arc::new(Semaphore::new(max_calls.max(1)))),
+                handshake_only: true,
+                _ended: None,
+            }),
+        }
+    }
+
+    /// A server for one new session: its own ledger and tool state ([`Session`], cleared when
+    /// the session ends or the server stops), sharing this one's call limit, its count of
+    /// running calls and its shutdown.
+    pub(crate) fn session(&self) -> Self {
+        let inner = &self.inner;
+        let session = Session::new();
+        let shutdown = inner.shutdown.child_token();
+        let ended = CancellationToken::new();
+        let (stopped, gone, state) = (shutdown.clone(), ended.clone(), session.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                () = gone.cancelled() => {}
+            }
+            state.clear();
+        });
+        Self {
+            inner: Arc::new(Inner {
+                registry: inner.registry.clone(),
+                ctx: inner.ctx.clone().with_session(session),
+                mode: inner.mode,
+                ledger: Mutex::new(Ledger::new(budget_of(&inner.ledger))),
+                recall_spec: inner.recall_spec.clone(),
+                shutdown,
+                calls: inner.calls.clone(),
+                limit: inner.limit.clone(),
+                handshake_only: inner.handshake_only,
+                _ended: Some(ended.drop_guard()),
             }),
         }
     }
@@ -470,6 +526,11 @@ fn cut(text: &str, max_chars: usize) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
+}
+
+/// The budget of a ledger (0 if its lock was poisoned).
+fn budget_of(ledger: &Mutex<Ledger>) -> usize {
+    ledger.lock().map_or(0, |ledger| ledger.budget_bytes())
 }
 
 /// Closes `calls` to new ones and waits for those running to end, at most `grace`; whether they

@@ -37,6 +37,8 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 ///
 /// [mcp]
 /// ledger_bytes = 268435456       # results kept whole for `recall`
+/// max_body_bytes = 4194304       # largest request body `mcp --http` reads
+/// max_calls = 16                 # calls running at once over `mcp --http`
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -108,14 +110,22 @@ pub struct PermissionsConfig {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct McpConfig {
-    /// The total size of whole results kept for `recall`, oldest evicted first (256 MiB).
+    /// The total size of whole results kept for `recall`, oldest evicted first (256 MiB); each
+    /// session of `mcp --http` has a ledger of its own.
     pub ledger_bytes: usize,
+    /// `mcp --http`: the largest request body read; a larger one is refused with 413 (4 MiB).
+    pub max_body_bytes: usize,
+    /// `mcp --http`: the tool calls that run at once across all sessions; more wait their turn
+    /// (16).
+    pub max_calls: usize,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
         Self {
             ledger_bytes: 256 * 1024 * 1024,
+            max_body_bytes: 4 * 1024 * 1024,
+            max_calls: 16,
         }
     }
 }
@@ -214,6 +224,8 @@ mod tests {
             enabled = true
             [mcp]
             ledger_bytes = 1024
+            max_body_bytes = 2048
+            max_calls = 3
             "#,
         )
         .unwrap();
@@ -227,6 +239,8 @@ mod tests {
         );
         assert!(config.commitment.enabled);
         assert_eq!(config.mcp.ledger_bytes, 1024);
+        assert_eq!(config.mcp.max_body_bytes, 2048);
+        assert_eq!(config.mcp.max_calls, 3);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod cli;
 mod conformance;
+mod http;
 mod jobs;
 mod mcp;
 mod sandbox;
