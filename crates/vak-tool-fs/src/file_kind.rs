@@ -221,30 +221,34 @@ pub(crate) fn cr_only(start: &[u8]) -> bool {
 }
 
 /// A file opened for searching under the one binary policy ([`open_text`]).
-pub(crate) enum SearchText {
+pub(crate) enum SearchText<'a> {
     /// Binary by its first bytes: not searched.
     Binary,
     /// UTF-8 text small enough to be read whole: searched in memory, without another copy.
-    Whole(Vec<u8>),
+    Whole(&'a [u8]),
     /// Text read as it is searched, as UTF-8: a larger file, or UTF-16 decoded (its byte order
     /// mark dropped).
-    Stream(Box<dyn std::io::Read + Send>),
+    Stream(Box<dyn std::io::Read + 'a>),
 }
 
-/// Opens a file for searching under the one binary policy. A NUL later in the text is for the
-/// searcher to notice (`grep` stops there and skips the file, as `read` refuses it).
-pub(crate) fn open_text(path: &std::path::Path) -> std::io::Result<SearchText> {
+/// Opens a file for searching under the one binary policy, reading its start into `buffer`
+/// (kept by the caller from file to file, so that a search does not allocate per file). A NUL
+/// later in the text is for the searcher to notice (`grep` stops there and skips the file, as
+/// `read` refuses it).
+pub(crate) fn open_text<'a>(
+    path: &std::path::Path,
+    buffer: &'a mut Vec<u8>,
+) -> std::io::Result<SearchText<'a>> {
     use std::io::Read as _;
     /// As much as the searcher reads at once: a file that fits is searched from memory, and a
     /// NUL anywhere in it is seen before the first match is reported, in every output mode, as
     /// ripgrep sees it (it reads that much at once too).
     const START_BYTES: usize = 64 * 1024;
     let mut file = std::fs::File::open(path)?;
-    let mut start = Vec::with_capacity(START_BYTES);
-    (&mut file)
-        .take(START_BYTES as u64)
-        .read_to_end(&mut start)?;
-    let encoding = match sniff(&start) {
+    buffer.clear();
+    (&mut file).take(START_BYTES as u64).read_to_end(buffer)?;
+    let start: &'a [u8] = buffer;
+    let encoding = match sniff(start) {
         Sniff::Binary(_) => return Ok(SearchText::Binary),
         Sniff::Text(encoding) => encoding,
     };
@@ -254,16 +258,15 @@ pub(crate) fn open_text(path: &std::path::Path) -> std::io::Result<SearchText> {
         return Ok(if whole {
             SearchText::Whole(start)
         } else {
-            SearchText::Stream(Box::new(std::io::Cursor::new(start).chain(file)))
+            SearchText::Stream(Box::new(start.chain(file)))
         });
     };
     let bom = encoding.bom_len().min(start.len());
-    let mut rest: Box<dyn std::io::Read + Send> = if whole {
-        Box::new(std::io::Cursor::new(start))
+    let rest: Box<dyn std::io::Read + 'a> = if whole {
+        Box::new(&start[bom..])
     } else {
-        Box::new(std::io::Cursor::new(start).chain(file))
+        Box::new((&start[bom..]).chain(file))
     };
-    std::io::copy(&mut (&mut rest).take(bom as u64), &mut std::io::sink())?;
     Ok(SearchText::Stream(Box::new(
         encoding_rs_io::DecodeReaderBytesBuilder::new()
             .encoding(Some(utf16))
@@ -471,9 +474,10 @@ mod tests {
         let read = |bytes: &[u8]| {
             let path = dir.path().join("f");
             std::fs::write(&path, bytes).unwrap();
-            match open_text(&path).unwrap() {
+            let mut buffer = Vec::new();
+            match open_text(&path, &mut buffer).unwrap() {
                 SearchText::Binary => None,
-                SearchText::Whole(bytes) => Some(String::from_utf8(bytes).unwrap()),
+                SearchText::Whole(bytes) => Some(String::from_utf8(bytes.to_vec()).unwrap()),
                 SearchText::Stream(mut reader) => {
                     let mut text = String::new();
                     reader.read_to_string(&mut text).unwrap();

@@ -160,7 +160,7 @@ async fn run(
 /// Searches the one file `path` names.
 fn search_single(query: &Query, path: &Path, ctx: &ToolContext, no_ignore: bool) -> Report {
     let mut searcher = query.searcher();
-    let file = search_file(&mut searcher, query, path);
+    let file = search_file(&mut searcher, &mut Vec::new(), query, path);
     let mut tally = Tally::default();
     if let Some(rule) = file.skipped() {
         tally.add(rule, false);

@@ -31,8 +31,9 @@ pub(super) fn search_tree(
     };
     let make_worker = || {
         let mut searcher = query.searcher();
+        let mut buffer = Vec::new();
         move |path: &Path, _: Option<&std::fs::Metadata>| {
-            let file = search_file(&mut searcher, query, path);
+            let file = search_file(&mut searcher, &mut buffer, query, path);
             Outcome {
                 results: query.results_in(&file),
                 skipped: file.skipped(),

@@ -107,21 +107,27 @@ impl Sink for Collect<'_> {
     }
 }
 
-pub(super) fn search_file(searcher: &mut Searcher, query: &Query, path: &Path) -> FileResult {
+/// Searches one file; `buffer` holds its start (reused from file to file).
+pub(super) fn search_file(
+    searcher: &mut Searcher,
+    buffer: &mut Vec<u8>,
+    query: &Query,
+    path: &Path,
+) -> FileResult {
     let mut sink = Collect {
         query,
         result: FileResult::default(),
     };
     // The one binary policy of `read` and `grep` (`file_kind`): binary by its first bytes is
     // skipped; UTF-16 is searched decoded; a small UTF-8 file is searched in memory.
-    let searched = match crate::file_kind::open_text(path) {
+    let searched = match crate::file_kind::open_text(path, buffer) {
         Ok(SearchText::Binary) => {
             return FileResult {
                 binary: true,
                 ..FileResult::default()
             };
         }
-        Ok(SearchText::Whole(bytes)) => searcher.search_slice(&query.matcher, &bytes, &mut sink),
+        Ok(SearchText::Whole(bytes)) => searcher.search_slice(&query.matcher, bytes, &mut sink),
         Ok(SearchText::Stream(reader)) => searcher.search_reader(&query.matcher, reader, &mut sink),
         Err(error) => Err(error),
     };
