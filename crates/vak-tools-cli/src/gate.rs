@@ -623,6 +623,39 @@ mod tests {
     }
 
     #[test]
+    fn an_http_post_is_vetted_without_session_state() {
+        let vet = |message: &str| vet_post(message.as_bytes());
+        let (reply, malformed) = vet("{oops").unwrap();
+        assert_eq!(
+            (reply["error"]["code"].as_i64(), malformed),
+            (Some(PARSE_ERROR), true)
+        );
+        let (reply, malformed) = vet(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).unwrap();
+        assert_eq!(
+            (reply["error"]["code"].as_i64(), malformed),
+            (Some(INVALID_REQUEST), true)
+        );
+        assert_eq!(reply["id"], Value::Null);
+        let (reply, malformed) = vet(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#).unwrap();
+        assert_eq!((reply["id"].clone(), malformed), (Value::Null, true));
+        let (reply, malformed) =
+            vet(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}"#).unwrap();
+        assert_eq!(
+            (reply["error"]["code"].as_i64(), malformed),
+            (Some(INVALID_PARAMS), false)
+        );
+        assert_eq!(reply["id"], "x");
+        for fine in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"no/such"}"#,
+        ] {
+            assert!(vet(fine).is_none(), "{fine}");
+        }
+    }
+
+    #[test]
     fn batches_are_refused_after_2025_03_26() {
         let mut gate = Gate::new();
         initialize(&mut gate, "2025-06-18");

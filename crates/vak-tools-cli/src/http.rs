@@ -49,6 +49,9 @@ pub(crate) const TOKEN_ENV: &str = "VAK_MCP_TOKEN";
 /// Where MCP is served.
 const MCP_PATH: &str = "/mcp";
 
+/// How long a session may pass without any message before it is closed (and its jobs end).
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// The shortest token accepted: a guessable one protects nothing.
 const MIN_TOKEN_BYTES: usize = 16;
 
@@ -131,11 +134,12 @@ pub(crate) async fn serve(server: Server, options: Options) -> Result<(), String
     }
     let sessions = server.clone().for_sessions(options.max_calls);
     let template = sessions.clone();
-    let rmcp = StreamableHttpService::new(
-        move || Ok(template.session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let mut manager = LocalSessionManager::default();
+    // rmcp ends a session after 5 min without a message; a `bash` call may run 10 min without
+    // one (no progress asked), and a session's background jobs would end with it.
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
+    let rmcp =
+        StreamableHttpService::new(move || Ok(template.session()), Arc::new(manager), config);
     let front = Arc::new(Front {
         rmcp,
         token: options.token,
