@@ -25,9 +25,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// JSON-RPC's "the text is not JSON".
-const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's "this is not a valid request object".
-const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's "the method exists, its parameters are wrong".
 const INVALID_PARAMS: i64 = -32602;
 
@@ -59,7 +59,7 @@ const STANDARD_REQUESTS: &[&str] = &[
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The newest protocol version whose JSON-RPC layer has batches (2025-06-18 removed them).
-const LAST_VERSION_WITH_BATCHES: &str = "2025-03-26";
+pub(crate) const LAST_VERSION_WITH_BATCHES: &str = "2025-03-26";
 
 /// The conformance state of one client connection.
 #[derive(Debug, Default)]
@@ -188,10 +188,7 @@ impl Gate {
             ));
             return;
         }
-        let allowed = self
-            .version
-            .as_deref()
-            .is_some_and(|version| version <= LAST_VERSION_WITH_BATCHES);
+        let allowed = self.version.as_deref().is_some_and(has_batches);
         if !allowed {
             let why = match &self.version {
                 None => "send `initialize` first, on its own: a batch may not hold it".to_owned(),
@@ -363,31 +360,15 @@ fn read_request(method: &str, id: &Value, message: &Value) -> Result<ClientJsonR
     Ok(parsed)
 }
 
-/// The body of one HTTP POST, vetted without session state: `Some` error reply (and whether it
-/// is the client's malformed text, a 400) when rmcp should not see it. Notifications and
+/// One message of an HTTP POST, vetted without session state: `Some` error reply (and whether
+/// it is the client's malformed message, a 400) when rmcp should not see it. Notifications and
 /// responses pass; rmcp answers them with a status.
-pub(crate) fn vet_post(body: &[u8]) -> Option<(Value, bool)> {
-    let message = match serde_json::from_slice::<Value>(body) {
-        Ok(message) => message,
-        Err(error) => {
-            let reply = error_reply(
-                None,
-                PARSE_ERROR,
-                &format!("the body is not JSON ({error})"),
-            );
-            return Some((reply, true));
-        }
-    };
+pub(crate) fn vet_message(message: &Value) -> Option<(Value, bool)> {
     let malformed = |text: &str| Some((error_reply(None, INVALID_REQUEST, text), true));
-    let Value::Object(map) = &message else {
-        return if message.is_array() {
-            malformed(
-                "JSON-RPC batches are not served over HTTP (MCP dropped them after \
-                 2025-03-26): send one message per POST",
-            )
-        } else {
-            malformed("a JSON-RPC message is an object with `jsonrpc`, and `method` or `result`")
-        };
+    let Value::Object(map) = message else {
+        return malformed(
+            "a JSON-RPC message is an object with `jsonrpc`, and `method` or `result`",
+        );
     };
     let (Some(method), Some(id)) = (map.get("method").and_then(Value::as_str), map.get("id"))
     else {
@@ -396,9 +377,14 @@ pub(crate) fn vet_post(body: &[u8]) -> Option<(Value, bool)> {
     if !usable_id(id) {
         return malformed("the request's `id` must be a string or an integer");
     }
-    read_request(method, id, &message)
+    read_request(method, id, message)
         .err()
         .map(|reply| (reply, false))
+}
+
+/// Whether protocol `version` has JSON-RPC batches (2025-03-26 and older).
+pub(crate) fn has_batches(version: &str) -> bool {
+    version <= LAST_VERSION_WITH_BATCHES
 }
 
 /// Whether JSON-RPC lets `id` name a request MCP can answer: a string or an integer.
@@ -623,14 +609,9 @@ mod tests {
     }
 
     #[test]
-    fn an_http_post_is_vetted_without_session_state() {
-        let vet = |message: &str| vet_post(message.as_bytes());
-        let (reply, malformed) = vet("{oops").unwrap();
-        assert_eq!(
-            (reply["error"]["code"].as_i64(), malformed),
-            (Some(PARSE_ERROR), true)
-        );
-        let (reply, malformed) = vet(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).unwrap();
+    fn an_http_message_is_vetted_without_session_state() {
+        let vet = |message: &str| vet_message(&serde_json::from_str(message).unwrap());
+        let (reply, malformed) = vet("7").unwrap();
         assert_eq!(
             (reply["error"]["code"].as_i64(), malformed),
             (Some(INVALID_REQUEST), true)
@@ -653,6 +634,8 @@ mod tests {
         ] {
             assert!(vet(fine).is_none(), "{fine}");
         }
+        assert!(has_batches("2024-11-05") && has_batches("2025-03-26"));
+        assert!(!has_batches("2025-06-18") && !has_batches("2026-07-28"));
     }
 
     #[test]

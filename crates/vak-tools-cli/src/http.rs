@@ -21,7 +21,9 @@
 //!   otherwise plain HTTP, meant for loopback or behind a TLS-terminating proxy.
 //!
 //! Each POST body is also vetted like a stdio line (see [`crate::gate`]): a `tools/call` whose
-//! params cannot be read is -32602, not rmcp's -32601.
+//! params cannot be read is -32602, not rmcp's -32601; a JSON-RPC batch (protocol 2025-03-26
+//! and older, which rmcp does not serve over HTTP) is split into one POST per message here and
+//! answered as one array.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -36,11 +38,13 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use vak_tools::CancellationToken;
 
+use crate::gate::{self, error_reply};
 use crate::mcp::Server;
 
 /// The environment variable the bearer token may come from.
@@ -225,8 +229,39 @@ where
     }
 }
 
+/// The reply to request `id` in rmcp's answer to one POST: its JSON body, or the `data:` of its
+/// event stream; an error reply that says what came instead when there is none.
+async fn reply_in(response: Response<Body>, id: Value) -> Value {
+    let status = response.status();
+    let body = match response.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let text = String::from_utf8_lossy(&body);
+    let is_reply = |message: &Value| {
+        message.get("id") == Some(&id)
+            && (message.get("result").is_some() || message.get("error").is_some())
+    };
+    if let Ok(message) = serde_json::from_str::<Value>(&text)
+        && is_reply(&message)
+    {
+        return message;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(is_reply)
+        .unwrap_or_else(|| {
+            error_reply(
+                Some(id.clone()),
+                gate::INVALID_REQUEST,
+                &format!("HTTP {status}: {}", text.trim()),
+            )
+        })
+}
+
 impl Front {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         if request.uri().path() != MCP_PATH {
             return plain(
                 StatusCode::NOT_FOUND,
@@ -268,15 +303,28 @@ impl Front {
                 );
             }
         };
-        if parts.method == Method::POST
-            && let Some((reply, malformed)) = crate::gate::vet_post(&body)
-        {
-            let status = if malformed {
-                StatusCode::BAD_REQUEST
-            } else {
-                StatusCode::OK
+        if parts.method == Method::POST {
+            let message = match serde_json::from_slice::<Value>(&body) {
+                Ok(message) => message,
+                Err(error) => {
+                    let text = format!("the body is not JSON ({error})");
+                    return json(
+                        StatusCode::BAD_REQUEST,
+                        &error_reply(None, gate::PARSE_ERROR, &text),
+                    );
+                }
             };
-            return json(status, &reply);
+            if let Value::Array(items) = message {
+                return self.batch(&parts, items).await;
+            }
+            if let Some((reply, malformed)) = gate::vet_message(&message) {
+                let status = if malformed {
+                    StatusCode::BAD_REQUEST
+                } else {
+                    StatusCode::OK
+                };
+                return json(status, &reply);
+            }
         }
         let ends_session = parts.method == Method::DELETE;
         let mut response = self
@@ -288,6 +336,77 @@ impl Front {
             *response.status_mut() = StatusCode::NO_CONTENT;
         }
         response
+    }
+
+    /// Answers a JSON-RPC batch POST: under protocol 2025-03-26 and older (the
+    /// `MCP-Protocol-Version` header, absent meaning 2025-03-26) each message goes to rmcp as a
+    /// POST of its own, concurrently, and the replies to its requests come back as one JSON
+    /// array (202 when it held no request). What rmcp streams besides a reply (progress, a
+    /// question to the person) has no place in a batch's answer and is not relayed.
+    async fn batch(
+        self: &Arc<Self>,
+        parts: &http::request::Parts,
+        items: Vec<Value>,
+    ) -> Response<Body> {
+        let version = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|version| version.to_str().ok())
+            .unwrap_or(gate::LAST_VERSION_WITH_BATCHES);
+        let refuse = |why: String| {
+            json(
+                StatusCode::BAD_REQUEST,
+                &error_reply(None, gate::INVALID_REQUEST, &why),
+            )
+        };
+        if !gate::has_batches(version) {
+            return refuse(format!(
+                "a batch: protocol {version} has no JSON-RPC batches (they ended with {}): send \
+                 one message per POST",
+                gate::LAST_VERSION_WITH_BATCHES
+            ));
+        }
+        if items.is_empty() {
+            return refuse("an empty batch: send at least one message".to_owned());
+        }
+        let mut replies = Vec::new();
+        let mut members = tokio::task::JoinSet::new();
+        for item in items {
+            let id = item.get("id").cloned();
+            if item.get("method").and_then(Value::as_str) == Some("initialize") {
+                replies.push(error_reply(
+                    id,
+                    gate::INVALID_REQUEST,
+                    "`initialize` may not be part of a batch: send it on its own",
+                ));
+                continue;
+            }
+            if let Some((reply, _)) = gate::vet_message(&item) {
+                replies.push(reply);
+                continue;
+            }
+            let answers = item.get("method").is_some().then_some(id).flatten();
+            let mut request = Request::new(Full::new(Bytes::from(item.to_string())));
+            *request.method_mut() = Method::POST;
+            *request.uri_mut() = parts.uri.clone();
+            *request.headers_mut() = parts.headers.clone();
+            request.headers_mut().remove(header::CONTENT_LENGTH);
+            let front = Arc::clone(self);
+            members.spawn(async move {
+                let response = front.rmcp.handle(request).await;
+                let id = answers?;
+                Some(reply_in(response, id).await)
+            });
+        }
+        while let Some(member) = members.join_next().await {
+            if let Ok(Some(reply)) = member {
+                replies.push(reply);
+            }
+        }
+        if replies.is_empty() {
+            return respond(StatusCode::ACCEPTED, "application/json", String::new());
+        }
+        json(StatusCode::OK, &Value::Array(replies))
     }
 
     /// Why a request's `Origin` is refused; `None` when there is none or it is allowed.

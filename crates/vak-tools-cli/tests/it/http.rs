@@ -348,6 +348,59 @@ fn a_body_over_the_limit_is_413_and_bad_params_are_invalid_params() {
     }
 }
 
+#[test]
+fn a_batch_is_answered_as_one_array_under_2025_03_26_and_refused_after() {
+    let dir = workspace("");
+    let server = serve(dir.path(), &[], Some(TOKEN));
+    let port = server.port;
+    // A 2025-03-26 client sends no MCP-Protocol-Version header.
+    let mut initialize = initialize_request();
+    initialize["params"]["protocolVersion"] = json!("2025-03-26");
+    let reply = post(&initialize).bearer(TOKEN).send(port);
+    assert_eq!(reply.message()["result"]["protocolVersion"], "2025-03-26");
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let batch = json!([
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": "echo from-the-batch"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {}},
+    ]);
+    let reply = post(&batch)
+        .bearer(TOKEN)
+        .with("Mcp-Session-Id", session.clone())
+        .send(port);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let answer: Value = serde_json::from_str(&reply.body).unwrap();
+    let replies = answer.as_array().unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(replies.len(), 5, "one reply per request: {answer}");
+    let by_id = |id: i64| replies.iter().find(|reply| reply["id"] == id).unwrap();
+    assert_eq!(by_id(1)["result"], json!({}));
+    assert!(by_id(2)["result"]["tools"].is_array(), "{answer}");
+    assert_eq!(by_id(3)["error"]["code"], -32602);
+    let text = by_id(4)["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("from-the-batch"), "{text}");
+    assert_eq!(by_id(5)["error"]["code"], -32600);
+    // Notifications only: 202, no body.
+    let reply = post(&json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]))
+        .bearer(TOKEN)
+        .with("Mcp-Session-Id", session.clone())
+        .send(port);
+    assert_eq!(reply.status, 202, "{reply:?}");
+    // From 2025-06-18 on: one invalid-request error with a null id.
+    let reply = post(&json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]))
+        .bearer(TOKEN)
+        .with("Mcp-Session-Id", session)
+        .with("MCP-Protocol-Version", "2025-06-18")
+        .send(port);
+    assert_eq!(reply.status, 400, "{reply:?}");
+    let message = reply.message();
+    assert_eq!(message["error"]["code"], -32600, "{reply:?}");
+    assert_eq!(message["id"], Value::Null);
+}
+
 #[tokio::test]
 async fn https_with_the_given_certificate() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
