@@ -177,7 +177,8 @@ const HOSTILE_PROCESSES: &[HostileProcess] = &[
     process("setsid sleep 100 &", 60_000, false, "background process"),
     process("exec 2>&-; exec 1>&-; sleep 0.2", 5_000, false, "exit code: 0"),
     process("cat; read line; echo \"[$line]\"", 5_000, false, "[]"),
-    process("head -c 3000000 /dev/urandom", 10_000, false, "left out"),
+    process("head -c 3000000 /dev/urandom", 10_000, false, "binary data, 2.9 MiB"),
+    process("yes | head -c 3000000", 10_000, false, "left out"),
 ];
 
 /// The arguments of a row, `$OUTSIDE` replaced.

@@ -190,7 +190,9 @@ fn every_registered_tool_has_a_hunt() {
         "edit",
         "glob",
         "grep",
+        "jobs",
         "read",
+        "tree",
         "webfetch",
         "write",
     ];
@@ -198,6 +200,16 @@ fn every_registered_tool_has_a_hunt() {
     for name in hunted {
         assert!(strategy_for(name, &fixture).is_some(), "{name}");
     }
+}
+
+#[test]
+fn hunt_tree() {
+    hunt("tree", &Config::default(), 96);
+}
+
+#[test]
+fn hunt_jobs() {
+    hunt("jobs", &Config::default(), 96);
 }
 
 #[test]

@@ -345,6 +345,22 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
             required("path", path(REAL_PATHS)),
             optional("offset", line_number()),
             optional("limit", line_number()),
+            Field {
+                presence: 0.2,
+                ..optional(
+                    "pages",
+                    string(one_of(&[
+                        "1",
+                        "1-2",
+                        "2-",
+                        "0",
+                        "3-1",
+                        "x",
+                        "",
+                        "1-99999999999",
+                    ])),
+                )
+            },
         ],
         "write" => vec![
             required("path", path(REAL_PATHS)),
@@ -368,6 +384,12 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
         "glob" => vec![
             required("pattern", string(glob_pattern())),
             optional("path", path(REAL_FOLDERS)),
+            optional("no_ignore", boolean()),
+        ],
+        "tree" => vec![
+            optional("path", path(REAL_FOLDERS)),
+            optional("depth", count()),
+            optional("no_ignore", boolean()),
         ],
         "grep" => vec![
             required("pattern", string(regex_pattern())),
@@ -377,6 +399,7 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
             optional("context", count()),
             optional("output", string(one_of(&["content", "files", "count"]))),
             optional("max_matches", count()),
+            optional("no_ignore", boolean()),
         ],
         "bash" => vec![
             // Only harmless commands; in messy objects the wrong type, never another string.
@@ -388,6 +411,36 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
                     .boxed(),
             ),
             optional("cwd", path(REAL_FOLDERS)),
+            // Rare: a background job of the session (its limit of jobs is part of the hunt).
+            Field {
+                presence: 0.1,
+                ..optional("run_in_background", boolean())
+            },
+            Field {
+                presence: 0.1,
+                ..optional("tty", boolean())
+            },
+        ],
+        "jobs" => vec![
+            required("action", string(one_of(&["list", "read", "write", "stop"]))),
+            optional(
+                "job_id",
+                prop_oneof![7 => (0u32..4).prop_map(Value::from).boxed(), 1 => integer()].boxed(),
+            ),
+            optional(
+                "input",
+                string(prop_oneof![
+                    one_of(&["\n", "q\n", "\u{3}", "\u{4}"]),
+                    weird_string()
+                ]),
+            ),
+            optional("eof", boolean()),
+            optional(
+                "wait_ms",
+                prop::sample::select(vec![0u64, 1, 20, 600_001, u64::MAX])
+                    .prop_map(Value::from)
+                    .boxed(),
+            ),
         ],
         "webfetch" => vec![
             required("url", string(safe_url())),
