@@ -184,7 +184,9 @@ async fn sigterm_to_the_server_ends_its_jobs() {
         let children = children_of(server);
         if mode == "workspace-write" {
             assert!(
-                children.iter().any(|(_, line)| line.contains("__vak-sandbox net")),
+                children
+                    .iter()
+                    .any(|(_, line)| line.contains("__vak-sandbox net")),
                 "no network holder among {children:?}"
             );
         }
@@ -228,7 +230,11 @@ async fn a_background_server_answers_a_later_curl_and_job_output_is_windowed() {
     )
     .await;
     assert!(!is_error, "{started}");
-    assert!(started.chars().count() <= 30_000, "{}", started.chars().count());
+    assert!(
+        started.chars().count() <= 30_000,
+        "{}",
+        started.chars().count()
+    );
     let at = started
         .find("recall {")
         .unwrap_or_else(|| panic!("the start was not windowed: {started}"));
@@ -316,7 +322,10 @@ fn progress_notifications_reach_a_python_sdk_client() {
         .iter()
         .map(|report| report["progress"].as_f64().unwrap())
         .collect();
-    assert!(progress.windows(2).all(|pair| pair[0] < pair[1]), "{summary}");
+    assert!(
+        progress.windows(2).all(|pair| pair[0] < pair[1]),
+        "{summary}"
+    );
     assert_eq!(heard[0]["total"], json!(120.0), "{summary}");
     let message = heard[1]["message"].as_str().unwrap();
     assert!(message.starts_with("running for "), "{message}");
