@@ -254,6 +254,10 @@ impl Layout {
                     let Ok(relative) = path.strip_prefix(root) else {
                         continue;
                     };
+                    if relative.as_os_str().is_empty() {
+                        // The root itself could not be read: the last line says so.
+                        continue;
+                    }
                     let parent = relative.parent().map(Path::to_path_buf).unwrap_or_default();
                     if level(&parent) < depth
                         && let Some(&parent) = index.get(&parent)

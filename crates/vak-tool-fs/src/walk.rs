@@ -412,6 +412,48 @@ mod tests {
         assert_eq!(files.len(), 1);
     }
 
+    /// A sparse search (no results) is not held back while a slow job runs: the other threads
+    /// go on past the lookahead, since nothing says the cap is near.
+    #[test]
+    fn a_sparse_search_is_not_held_back_by_a_slow_job() {
+        use std::sync::atomic::AtomicUsize;
+        let files: Vec<String> = (0..2_000).map(|file| format!("f{file:04}")).collect();
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let (_dir, ctx) = tree(&names);
+        let walker = Walker::new(ctx.workspace().to_path_buf(), &ctx, false);
+        let others = AtomicUsize::new(0);
+        let seen_by_the_slow_job = AtomicUsize::new(0);
+        let make = || {
+            |path: &Path, _: Option<&Metadata>| {
+                if path.ends_with("f0000") {
+                    // Wait (up to a generous bound) for the others to pass the lookahead.
+                    for _ in 0..5_000 {
+                        if others.load(Ordering::Relaxed) >= 1_000 {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    seen_by_the_slow_job.store(others.load(Ordering::Relaxed), Ordering::Relaxed);
+                } else {
+                    others.fetch_add(1, Ordering::Relaxed);
+                }
+                Outcome {
+                    results: 0,
+                    skipped: None,
+                    value: (),
+                }
+            }
+        };
+        let stop = AtomicBool::new(false);
+        let walked = walker.walk(search(2, 100, &make), &stop);
+        assert_eq!(walked.opened, 2_000);
+        assert!(
+            seen_by_the_slow_job.load(Ordering::Relaxed) >= 1_000,
+            "the others stopped at {} files while the slow job ran",
+            seen_by_the_slow_job.load(Ordering::Relaxed)
+        );
+    }
+
     #[test]
     fn a_set_stop_flag_stops_the_walk() {
         let (_dir, ctx) = tree(&["a/1", "a/2", "b/3"]);

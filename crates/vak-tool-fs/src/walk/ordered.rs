@@ -17,9 +17,10 @@
 //! after that folder's key. So once the smallest pending or running key is past the first `N`
 //! results, those results can no longer change: the walk stops there. Jobs are taken smallest
 //! first; a job that lies after the point where the results finished so far already reach `N`
-//! is never taken (it could only come after the cut); and until then, at most [`AHEAD`] files
-//! are opened past the earliest unfinished job. So whatever the scheduler does, the work done
-//! past the cut is bounded. The cut is made at the file that completes the `N`th result, the
+//! is never taken (it could only come after the cut); and until then, [`AHEAD`] files are
+//! opened past the earliest unfinished job, more only while the rate of results seen so far says
+//! they will not complete the `N`. So whatever the scheduler does, the work done past the cut is
+//! bounded. The cut is made at the file that completes the `N`th result, the
 //! same on every run.
 //!
 //! Files of one folder are handed out in chunks of at most [`CHUNK`] consecutive files (a chunk
@@ -41,9 +42,10 @@ use super::tally::Tally;
 /// The most files handed out as one job.
 pub(super) const CHUNK: usize = 16;
 
-/// While the first `N` results are not yet known, how many files may be opened past the
-/// earliest unfinished job (in finished and running jobs): it bounds the work a capped search
-/// may waste when the job that completes its results is slow, and costs an uncapped one nothing.
+/// While the first `N` results are not yet known, how many files may always be opened past the
+/// earliest unfinished job (in finished and running jobs); beyond it, only as many as the rate
+/// of results seen so far says will not complete the `N`. It bounds the work a capped search may
+/// waste when the job that completes its results is slow, and costs a sparse search nothing.
 pub(super) const AHEAD: usize = 256;
 
 /// A position in walk order: the index of each path component among its folder's entries,
@@ -223,6 +225,8 @@ struct State<T> {
     settled_results: usize,
     /// Results of the finished units past `settled_to`.
     unsettled_results: usize,
+    /// Files of the finished units up to `settled_to`.
+    settled_files: usize,
     /// Files of the finished units past `settled_to`.
     unsettled_files: usize,
     /// Files in the job each thread is on.
@@ -253,6 +257,7 @@ impl<T> State<T> {
                 self.settled_results += results;
                 self.unsettled_results -= results;
                 self.unsettled_files -= files.len();
+                self.settled_files += files.len();
             }
             last = Some(key);
             if self.settled_results >= max {
@@ -311,11 +316,20 @@ impl<T> State<T> {
         let Work::Files(files) = &job.work else {
             return true;
         };
-        // The earliest unfinished job is always taken (it is what the others wait for);
-        // past it, a bounded number of files.
+        // The earliest unfinished job is always taken (it is what the others wait for), and
+        // so are [`AHEAD`] files past it.
         let earliest = self.running.iter().flatten().all(|key| job.key < *key);
-        let ahead = self.unsettled_files + self.running_files.iter().sum::<usize>();
-        earliest || ahead + files.len() <= AHEAD
+        let ahead = self.unsettled_files + self.running_files.iter().sum::<usize>() + files.len();
+        if earliest || ahead <= AHEAD {
+            return true;
+        }
+        // Further on only while the results expected there, at the rate seen so far, stay
+        // short of the cap: a sparse search is never held back (a thread waiting here would
+        // only give its share of a busy machine away), a dense one stops short of the cut.
+        let known = self.settled_results.saturating_add(self.unsettled_results);
+        let done = self.settled_files + self.unsettled_files;
+        let expected = (known as f64 + 1.0) / (done as f64 + 1.0) * ahead as f64;
+        (known as f64) + expected < max as f64
     }
 }
 
@@ -366,6 +380,7 @@ where
             settled_to: None,
             settled_results: 0,
             unsettled_results: 0,
+            settled_files: 0,
             unsettled_files: 0,
             running_files: vec![0; threads],
         }),
