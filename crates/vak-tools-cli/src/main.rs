@@ -276,10 +276,18 @@ fn load(place: &Place) -> Result<(Config, PathBuf), Usage> {
     }
     let mut config = Config::load(&workspace, place.config.as_deref())?;
     if config.bash.sandbox_helper.is_none() {
-        // This binary embeds the helper (see `main`).
-        config.bash.sandbox_helper = std::env::current_exe().ok();
+        config.bash.sandbox_helper = default_sandbox_helper();
     }
     Ok((config, workspace))
+}
+
+/// `bash`'s sandbox helper when `[bash] sandbox_helper` is unset: `vak-sandbox` beside this
+/// binary (installed with it; a small program starts a call about 1 ms sooner), else this binary
+/// itself, which embeds the helper (see `main`).
+fn default_sandbox_helper() -> Option<PathBuf> {
+    let this = std::env::current_exe().ok()?;
+    let sibling = this.with_file_name("vak-sandbox");
+    Some(if sibling.is_file() { sibling } else { this })
 }
 
 fn read_args(args: Option<&str>) -> Result<serde_json::Value, Usage> {

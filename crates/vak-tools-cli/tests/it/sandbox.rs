@@ -155,7 +155,16 @@ fn doctor_says_what_the_machine_supports() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("permission mode: workspace-write"), "{text}");
-    assert!(text.contains(&format!("sandbox helper: {BIN}")), "{text}");
+    // The small helper installed beside the binary is preferred to the binary itself.
+    let sibling = std::path::Path::new(BIN).with_file_name("vak-sandbox");
+    assert!(
+        sibling.is_file(),
+        "cargo builds vak-sandbox beside vak-tools"
+    );
+    assert!(
+        text.contains(&format!("sandbox helper: {}", sibling.display())),
+        "{text}"
+    );
     assert!(text.contains("landlock: ABI "), "{text}");
     assert!(text.contains("namespaces: yes"), "{text}");
     assert!(text.contains("bash: sandboxed"), "{text}");
@@ -164,6 +173,13 @@ fn doctor_says_what_the_machine_supports() {
 #[test]
 fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
     let workspace = tempfile::tempdir().unwrap();
+    // The binary itself as the helper (the default when no vak-sandbox is installed beside it).
+    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
+    std::fs::write(
+        workspace.path().join(".vak/config.toml"),
+        format!("[bash]\nsandbox_helper = \"{BIN}\"\n"),
+    )
+    .unwrap();
     let target = format!("/tmp/{}", tag("write"));
     let args = json!({ "command": format!("echo x > {target}") }).to_string();
     let output = crate::run(workspace.path(), &["call", "bash", &args], None);
@@ -175,7 +191,6 @@ fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
     );
     assert!(!std::path::Path::new(&target).exists());
     // In full-access the same command writes.
-    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
     std::fs::write(
         workspace.path().join(".vak/config.toml"),
         "[permissions]\nmode = \"full-access\"\n",
