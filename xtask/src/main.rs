@@ -169,7 +169,7 @@ fn is_root() -> bool {
         .is_ok_and(|status| effective_uid(&status) == Some(0))
 }
 
-/// The effective uid of a /proc/<pid>/status text (`Uid:` real, effective, saved, fs).
+/// The effective uid of a `/proc/<pid>/status` text (`Uid:` real, effective, saved, fs).
 fn effective_uid(status: &str) -> Option<u32> {
     let line = status.lines().find(|line| line.starts_with("Uid:"))?;
     line.split_whitespace().nth(2)?.parse().ok()
