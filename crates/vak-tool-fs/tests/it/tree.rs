@@ -224,3 +224,40 @@ fn tree_is_on_the_orientation_floor_with_a_bounded_depth() {
         );
     }
 }
+
+#[tokio::test]
+async fn links_are_followed_inside_and_counted_outside() {
+    let outside = workspace(&[("secret.txt", b"x")]);
+    let dir = workspace(&[("src/a.rs", b"12")]);
+    let root = dir.path();
+    std::os::unix::fs::symlink(root.join("src"), root.join("linked")).unwrap();
+    std::os::unix::fs::symlink(".", root.join("src/loop")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
+    let out = call(root, "tree", json!({})).await;
+    check(
+        "links",
+        &out,
+        &Expect::Lines(&[
+            "./ (2 files, 4 B)",
+            "  linked/ (1 file, 2 B)",
+            "    a.rs (2 B)",
+            "  src/ (1 file, 2 B)",
+            "    a.rs (2 B)",
+            "[2 files in 3 folders walked; 3 skipped: 3 symbolic links leading outside the \
+             workspace, nowhere or into a loop]",
+        ]),
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_an_error() {
+    let dir = project();
+    let ctx = vak_tool_core::ToolContext::new(dir.path()).unwrap();
+    ctx.cancel().cancel();
+    let out = crate::glob::call_in(&ctx, "tree", json!({})).await;
+    check(
+        "cancelled",
+        &out,
+        &Expect::Error("the tree call was cancelled"),
+    );
+}
