@@ -40,7 +40,9 @@ pub(crate) use self::rules::Rule;
 use self::rules::{BUILD_NAMES, Rules, global_excludes};
 pub(crate) use self::tally::Tally;
 
-/// The most files a `no_ignore` walk goes through before it stops.
+/// The most files a `no_ignore` walk goes through before it stops. Which files lie within the
+/// limit depends on how far each thread got, so a result cut by it says so and is not meant to be
+/// repeatable; a narrower `path` is.
 pub(crate) const NO_IGNORE_FILES: usize = 100_000;
 
 /// How one search walks its root.
