@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::BIN;
+use crate::procs::running_with;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -451,32 +452,6 @@ async fn https_with_the_given_certificate() {
     let raw = String::from_utf8_lossy(&raw);
     assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
     assert!(raw.contains("\"protocolVersion\":\"2025-06-18\""), "{raw}");
-}
-
-/// Live processes (not zombies) whose command line holds `needle`.
-fn running_with(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if String::from_utf8_lossy(&cmdline).contains(needle) && !zombie {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// Waits (a hang bound, not a speed check) until `done` holds.

@@ -12,6 +12,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::BIN;
+use crate::procs::running_with;
 
 /// The permission modes the tests run in, as `.vak/config.toml` sets them.
 const MODES: [&str; 2] = ["workspace-write", "full-access"];
@@ -52,33 +53,6 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, value: Value)
         .collect::<Vec<_>>()
         .join("\n");
     (text, result.is_error == Some(true))
-}
-
-/// Live processes (not zombies) whose command line holds `needle`: (pid, command line).
-fn running_with(needle: &str) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if line.contains(needle) && !zombie {
-            found.push((pid, line));
-        }
-    }
-    found
 }
 
 /// The live children of `parent`: (pid, command line).

@@ -10,6 +10,7 @@ mod conformance;
 mod http;
 mod jobs;
 mod mcp;
+mod procs;
 mod sandbox;
 
 use std::path::Path;

@@ -10,6 +10,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::BIN;
+use crate::procs::{process_alive, shells_tagged};
 
 async fn connect(workspace: &Path) -> RunningService<RoleClient, ()> {
     let mut command = tokio::process::Command::new(BIN);
@@ -38,45 +39,16 @@ fn text_of(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-fn process_alive(pid: u32) -> bool {
-    // A zombie is dead for our purposes.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or_default()
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
 /// Tags of the long-running shells of the tests below, found in the host's `/proc` by their
 /// `$0` (a sandboxed command sees only its own namespace's pids, so it cannot report them).
 const TAG_CANCEL: &str = "vak-mcp-test-cancel-tree";
 const TAG_EOF: &str = "vak-mcp-test-eof-tree";
 
-/// The pid of the live `sh` whose command line carries `tag`.
+/// The pid of the live `sh` tagged `tag` (waiting for it to show up: a hang bound).
 fn tagged_pid(tag: &str) -> u32 {
     for _ in 0..400 {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                continue;
-            };
-            let mut args = cmdline.split(|&byte| byte == 0);
-            if args.next() == Some(b"sh".as_slice())
-                && args.any(|arg| arg == tag.as_bytes())
-                && process_alive(pid)
-            {
-                return pid;
-            }
+        if let Some(&pid) = shells_tagged(tag).first() {
+            return pid;
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -11,34 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::BIN;
-
-/// Running `sh` processes whose command line holds `needle` (their `$0`).
-fn running_with(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let (Ok(cmdline), Ok(stat)) = (
-            std::fs::read(format!("/proc/{pid}/cmdline")),
-            std::fs::read_to_string(format!("/proc/{pid}/stat")),
-        ) else {
-            continue;
-        };
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        let sleep = cmdline.split(|&byte| byte == 0).next() == Some(b"sh".as_slice());
-        if !zombie && sleep && String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
-}
+use crate::procs::shells_tagged;
 
 /// Polls until `done` holds (at most 20 s: a bound on a hang, not a timing assertion).
 fn wait_for(what: &str, done: impl Fn() -> bool) {
@@ -83,11 +56,11 @@ fn sigkill_of_the_binary_leaves_no_process() {
     let workspace = tempfile::tempdir().unwrap();
     let tag = tag("kill");
     let mut child = start_call(workspace.path(), &tag);
-    wait_for("the sleeps", || running_with(&tag).len() == 3);
+    wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
     signal(&child, rustix::process::Signal::KILL);
     child.wait().unwrap();
     wait_for("the sleeps to die with their sandbox", || {
-        running_with(&tag).is_empty()
+        shells_tagged(&tag).is_empty()
     });
 }
 
@@ -100,14 +73,14 @@ fn sigterm_and_sighup_end_the_calls_tree_before_exiting() {
         let workspace = tempfile::tempdir().unwrap();
         let tag = tag(name);
         let child = start_call(workspace.path(), &tag);
-        wait_for("the sleeps", || running_with(&tag).len() == 3);
+        wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
         signal(&child, sent);
         let output = child.wait_with_output().unwrap();
         // By the time the binary has exited, the tree is gone: no waiting here.
         assert!(
-            running_with(&tag).is_empty(),
+            shells_tagged(&tag).is_empty(),
             "{sent:?}: {:?}",
-            running_with(&tag)
+            shells_tagged(&tag)
         );
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(text.starts_with("cancelled after"), "{sent:?}: {text}");
@@ -141,10 +114,10 @@ fn sigterm_to_the_mcp_server_ends_its_calls_trees() {
     let command = format!("setsid sh -c 'sleep 300; :' {tag} & sh -c 'sleep 301; :' {tag}");
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "bash", "arguments": {"command": command}}}));
-    wait_for("the sleeps", || running_with(&tag).len() == 2);
+    wait_for("the sleeps", || shells_tagged(&tag).len() == 2);
     signal(&child, rustix::process::Signal::TERM);
     child.wait().unwrap();
-    assert!(running_with(&tag).is_empty(), "{:?}", running_with(&tag));
+    assert!(shells_tagged(&tag).is_empty(), "{:?}", shells_tagged(&tag));
     drop(input);
 }
 
