@@ -412,41 +412,16 @@ fn read_notebook(
     bytes: &[u8],
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ReadError> {
-    let shown = || request.shown.clone();
     let (text, images) = notebook::view(notebook);
-    let page_request = scan::PageRequest {
-        offset: request.offset,
-        limit: request.limit,
-        budget: request.page_bytes,
-        chunk: CHUNK,
-        parallel_hash: false,
-        eol: b'\n',
-    };
-    let mut reader = io::Cursor::new(text.into_bytes());
-    let Some(mut page) =
-        scan::scan(&mut reader, page_request, cancel).map_err(|source| ReadError::Io {
-            path: shown(),
-            source,
-        })?
-    else {
-        return Err(ReadError::Cancelled { path: shown() });
-    };
-    page.hash = crate::hash::content_hash(bytes);
-    page.bytes = bytes.len() as u64;
-    if page.first > page.total_lines {
-        return Err(ReadError::PastEnd {
-            path: shown(),
-            offset: page.first,
-            total: page.total_lines,
-        });
-    }
+    let (page, shown_text) = page_of_text(
+        request,
+        text,
+        crate::hash::content_hash(bytes),
+        bytes.len() as u64,
+        cancel,
+    )?;
     let last = page.first + page.lines.len() as u64 - 1;
-    let mut content = vec![Content::text(render(
-        &request.shown,
-        &page,
-        request.page_bytes,
-        file_kind::Encoding::Utf8,
-    ))];
+    let mut content = vec![Content::text(shown_text)];
     content.extend(notebook::image_blocks(
         &images,
         page.first,
@@ -496,6 +471,20 @@ fn read_pdf(
             bytes: size,
             error,
         })?;
+    let (_, shown_text) = page_of_text(request, extracted.text, hash, size, cancel)?;
+    Ok(ToolOutput::text(shown_text))
+}
+
+/// A page of a text made in memory from a file (a notebook's cells, a PDF's pages), paged like
+/// a text file; the hash and size are the file's own. Returns the page and its rendering.
+fn page_of_text(
+    request: &Request,
+    text: String,
+    hash: String,
+    bytes: u64,
+    cancel: &CancellationToken,
+) -> Result<(scan::Page, String), ReadError> {
+    let shown = || request.shown.clone();
     let page_request = scan::PageRequest {
         offset: request.offset,
         limit: request.limit,
@@ -504,7 +493,7 @@ fn read_pdf(
         parallel_hash: false,
         eol: b'\n',
     };
-    let mut reader = io::Cursor::new(extracted.text.into_bytes());
+    let mut reader = io::Cursor::new(text.into_bytes());
     let Some(mut page) =
         scan::scan(&mut reader, page_request, cancel).map_err(|source| ReadError::Io {
             path: shown(),
@@ -514,7 +503,7 @@ fn read_pdf(
         return Err(ReadError::Cancelled { path: shown() });
     };
     page.hash = hash;
-    page.bytes = size;
+    page.bytes = bytes;
     if page.first > page.total_lines {
         return Err(ReadError::PastEnd {
             path: shown(),
@@ -522,12 +511,13 @@ fn read_pdf(
             total: page.total_lines,
         });
     }
-    Ok(ToolOutput::text(render(
+    let rendered = render(
         &request.shown,
         &page,
         request.page_bytes,
         file_kind::Encoding::Utf8,
-    )))
+    );
+    Ok((page, rendered))
 }
 
 /// A reader that hashes and counts the bytes read through it.
