@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::path::{self, PathError};
 use crate::progress::Listener;
-use crate::{Progress, Session};
+use crate::{ChangeObserver, Progress, Session};
 
 /// Which paths the file tools may touch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -65,6 +65,17 @@ pub struct ToolContext {
     env: Arc<Vec<(OsString, OsString)>>,
     session: Session,
     progress: Listener,
+    observers: Observers,
+}
+
+/// The [`ChangeObserver`]s of a context, in the order they were installed.
+#[derive(Clone, Default)]
+struct Observers(Arc<Vec<Arc<dyn ChangeObserver>>>);
+
+impl std::fmt::Debug for Observers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} observer(s)", self.0.len())
+    }
 }
 
 impl ToolContext {
@@ -92,6 +103,7 @@ impl ToolContext {
             env: Arc::new(std::env::vars_os().collect()),
             session: Session::new(),
             progress: Listener::default(),
+            observers: Observers::default(),
         })
     }
 
@@ -167,6 +179,38 @@ impl ToolContext {
     pub fn with_progress(mut self, listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Listener::new(listener);
         self
+    }
+
+    /// Adds an observer of the files that tools change with this context (see
+    /// [`ToolContext::files_changed`]). The same observer (by pointer) is added once.
+    #[must_use]
+    pub fn with_change_observer(mut self, observer: Arc<dyn ChangeObserver>) -> Self {
+        if !self.observers.0.iter().any(|o| Arc::ptr_eq(o, &observer)) {
+            let mut list = self.observers.0.as_ref().clone();
+            list.push(observer);
+            self.observers = Observers(Arc::new(list));
+        }
+        self
+    }
+
+    /// Tells the context's [`ChangeObserver`]s that the files at `paths` (resolved) were just
+    /// changed, and returns what they have to say, joined by blank lines, or `None`. A tool that
+    /// changes files calls this once its change is complete and appends the text (after a
+    /// blank line) to its result; the text never makes the result an error.
+    pub async fn files_changed(&self, paths: &[PathBuf]) -> Option<String> {
+        if paths.is_empty() {
+            return None;
+        }
+        let mut sections = Vec::new();
+        for observer in self.observers.0.iter() {
+            if let Some(text) = observer.changed(paths, self).await {
+                let text = text.trim_matches('\n');
+                if !text.is_empty() {
+                    sections.push(text.to_owned());
+                }
+            }
+        }
+        (!sections.is_empty()).then(|| sections.join("\n\n"))
     }
 
     /// The same context (same session) with a fresh child cancellation token: what one call

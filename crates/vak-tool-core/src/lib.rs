@@ -12,7 +12,9 @@
 //! tool crate has a settings struct for its section of the configuration); the [`ToolContext`]
 //! carries only what every tool may need: the workspace and working folder, the agent, the
 //! call's cancellation, the path policy, the environment of child processes, the [`Session`]
-//! that holds state between calls, and a listener for the call's [`Progress`].
+//! that holds state between calls, a listener for the call's [`Progress`], and the
+//! [`ChangeObserver`]s told about the files a tool changed (a language server's diagnostics
+//! reach `edit`'s result that way, without the file tools knowing the language server).
 //!
 //! A third-party tool depends on this crate alone. It has no I/O dependency beyond the
 //! filesystem look-ups that [`ToolContext::resolve_path`] needs to confine paths to the
@@ -66,6 +68,7 @@ mod args;
 mod context;
 mod dialect;
 pub mod human;
+mod observer;
 mod output;
 mod path;
 mod progress;
@@ -77,6 +80,7 @@ mod tool;
 pub use args::parse_args;
 pub use context::{ContextError, PathPolicy, ToolContext};
 pub use dialect::{Dialect, to_dialect, violations};
+pub use observer::ChangeObserver;
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use progress::Progress;

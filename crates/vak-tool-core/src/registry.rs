@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::{DynTool, ToolContext, ToolOutput, ToolSpec};
+use crate::{ChangeObserver, DynTool, ToolContext, ToolOutput, ToolSpec};
 
 /// Tools by name. Cloning is cheap: tools are shared behind `Arc`.
 ///
@@ -19,6 +19,7 @@ use crate::{DynTool, ToolContext, ToolOutput, ToolSpec};
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Entry>,
+    observers: Vec<Arc<dyn ChangeObserver>>,
 }
 
 /// A tool and the spec it gave when it was registered.
@@ -32,6 +33,7 @@ impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("tools", &self.names())
+            .field("observers", &self.observers.len())
             .finish()
     }
 }
@@ -52,6 +54,15 @@ impl Registry {
     pub fn register_arc(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
         let spec = Arc::new(tool.spec());
         self.tools.insert(spec.name.clone(), Entry { spec, tool });
+        self
+    }
+
+    /// Installs an observer of changed files: every call through this registry (and its
+    /// slices) gets it in its context, so a tool's
+    /// [`ToolContext::files_changed`] reaches it. What the facade uses to put a language
+    /// server's diagnostics in `edit`'s result.
+    pub fn add_change_observer(&mut self, observer: Arc<dyn ChangeObserver>) -> &mut Self {
+        self.observers.push(observer);
         self
     }
 
@@ -96,7 +107,10 @@ impl Registry {
             .filter(|(name, entry)| entry.spec.floor || names.contains(&name.as_str()))
             .map(|(name, entry)| (name.clone(), entry.clone()))
             .collect();
-        Registry { tools }
+        Registry {
+            tools,
+            observers: self.observers.clone(),
+        }
     }
 
     /// Calls a tool by name with JSON arguments.
@@ -118,7 +132,9 @@ impl Registry {
             is_error = tracing::field::Empty
         );
         let started = Instant::now();
-        let ctx = ctx.child();
+        let ctx = self.observers.iter().fold(ctx.child(), |ctx, observer| {
+            ctx.with_change_observer(Arc::clone(observer))
+        });
         let output = call_catching_panics(entry.tool.as_ref(), args, &ctx)
             .instrument(span.clone())
             .await;
@@ -371,6 +387,67 @@ mod tests {
                 {"type": "image", "mimeType": "image/png", "data": "AA=="}
             ], "isError": true})
         );
+    }
+
+    /// An observer that names the files it was told about.
+    struct Names;
+
+    impl ChangeObserver for Names {
+        fn changed<'a>(
+            &'a self,
+            paths: &'a [std::path::PathBuf],
+            ctx: &'a ToolContext,
+        ) -> BoxFuture<'a, Option<String>> {
+            Box::pin(async move {
+                let names: Vec<String> = paths.iter().map(|p| ctx.display_path(p)).collect();
+                Some(format!("changed: {}\n", names.join(", ")))
+            })
+        }
+    }
+
+    /// A tool that "changes" the file named by `text` and appends what the observers say.
+    struct Toucher;
+
+    impl Tool for Toucher {
+        type Args = EchoArgs;
+        fn name(&self) -> &str {
+            "touch"
+        }
+        fn description(&self) -> String {
+            "Touches.".into()
+        }
+        fn capabilities(&self) -> Vec<Capability> {
+            vec![Capability::WriteFs]
+        }
+        async fn run(&self, args: EchoArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            let path = ctx.resolve_path(&args.text)?;
+            let said = ctx.files_changed(&[path]).await;
+            Ok(ToolOutput::text(said.unwrap_or_else(|| "silence".into())))
+        }
+    }
+
+    #[tokio::test]
+    async fn change_observers_reach_the_calls_of_the_registry_and_its_slices() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let mut registry = Registry::new();
+        registry.register(Toucher);
+        let args = json!({"text": "a.txt"});
+        let out = registry.call("touch", args.clone(), &ctx).await;
+        assert_eq!(out.text_content(), "silence");
+        let observer: Arc<dyn ChangeObserver> = Arc::new(Names);
+        registry.add_change_observer(Arc::clone(&observer));
+        let out = registry.call("touch", args.clone(), &ctx).await;
+        assert_eq!(out.text_content(), "changed: a.txt");
+        let out = registry
+            .slice(&["touch"])
+            .call("touch", args.clone(), &ctx)
+            .await;
+        assert_eq!(out.text_content(), "changed: a.txt");
+        // Installed on the context too: still told once.
+        let ctx = ctx.with_change_observer(observer);
+        let out = registry.call("touch", args, &ctx).await;
+        assert_eq!(out.text_content(), "changed: a.txt");
     }
 
     /// Callers hold these across threads and `.await`s.
