@@ -13,72 +13,17 @@
 //!
 //! In place, the full new content is first written to a temporary file and synced (so that it
 //! exists whole somewhere), then copied over the old content, the file cut to its new length,
-//! and synced; the temporary file is removed. If the copy fails half way, the error names the
-//! temporary file, which is kept and holds the whole new content.
+//! and synced; the temporary file is removed. The old content is copied aside first, so a copy
+//! that fails half way is undone.
 
-use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
-use vak_tool_core::human;
-
-/// What [`write_atomic`] found at the target before replacing it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Previous {
-    /// There was no file: it was created.
-    Created,
-    /// A file of this many bytes was replaced, this way.
-    Replaced {
-        /// The old size.
-        bytes: u64,
-        /// How.
-        way: Way,
-    },
-}
-
-impl Previous {
-    /// A note for the result when the file was written in place, else `None`.
-    pub(crate) fn note(self) -> Option<String> {
-        match self {
-            Self::Replaced { way, .. } => way.note(),
-            Self::Created => None,
-        }
-    }
-}
-
-/// How an existing file was replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Way {
-    /// A new file renamed over the old one (atomic), with the old owner, group and mode.
-    Renamed,
-    /// Written into the existing inode, because it has this many hard links.
-    InPlaceLinks(u64),
-    /// Written into the existing inode, because its owner (uid, gid) could not be given to a new
-    /// file.
-    InPlaceOwner(u32, u32),
-}
-
-impl Way {
-    /// What the result says about it.
-    pub(crate) fn note(self) -> Option<String> {
-        match self {
-            Self::Renamed => None,
-            Self::InPlaceLinks(links) => Some(format!(
-                "written in place, into the same inode, since the file has {}: every name shows \
-                 the new content (the full content was saved to a temporary file first)",
-                human::count(links, "hard link", "hard links")
-            )),
-            Self::InPlaceOwner(uid, gid) => Some(format!(
-                "written in place, into the same inode, so that it keeps its owner (uid {uid}, \
-                 gid {gid}), which this process cannot give to a new file"
-            )),
-        }
-    }
-}
+pub(crate) use crate::commit::Previous;
 
 /// Replaces the content of `path` with `bytes`, keeping its owner, group, mode and hard links
-/// (see the module documentation for how).
+/// (see the module documentation for how), through a one-file [`crate::commit::Transaction`]:
+/// the same write path as every other change the file tools make.
 ///
 /// A symbolic link is written through: its final target is replaced and the link stays. Missing
 /// parent folders are created. `before_replace` is a hook that runs after the temporary file is
@@ -89,91 +34,7 @@ pub(crate) fn write_atomic_with(
     bytes: &[u8],
     before_replace: impl FnOnce(&Path) -> io::Result<()>,
 ) -> io::Result<Previous> {
-    let target = final_target(path)?;
-    let previous = match fs::metadata(&target) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                "the path is a directory",
-            ));
-        }
-        Ok(meta) => Some(meta),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => None,
-        Err(error) => return Err(error),
-    };
-    let parent = match target.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&parent)?;
-    if let Some(meta) = &previous
-        && meta.permissions().readonly()
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the file is read-only (no write permission)",
-        ));
-    }
-    let mut temp = tempfile::Builder::new()
-        .prefix(".vak-write-")
-        .tempfile_in(&parent)?;
-    temp.write_all(bytes)?;
-    let way = match &previous {
-        None => Way::Renamed,
-        Some(meta) if meta.nlink() > 1 => Way::InPlaceLinks(meta.nlink()),
-        Some(meta) => {
-            let ours = temp.as_file().metadata()?;
-            let same = ours.uid() == meta.uid() && ours.gid() == meta.gid();
-            // The owner first: a change of owner clears set-user-ID bits, which the mode below
-            // puts back.
-            if same
-                || std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()))
-                    .is_ok()
-            {
-                Way::Renamed
-            } else {
-                Way::InPlaceOwner(meta.uid(), meta.gid())
-            }
-        }
-    };
-    if let Some(meta) = &previous
-        && way == Way::Renamed
-    {
-        temp.as_file().set_permissions(meta.permissions())?;
-    }
-    temp.as_file().sync_all()?;
-    before_replace(temp.path())?;
-    if way == Way::Renamed {
-        temp.persist(&target).map_err(|error| error.error)?;
-        // Make the rename itself durable.
-        if let Ok(dir) = fs::File::open(&parent) {
-            let _ = dir.sync_all();
-        }
-    } else if let Err(error) = copy_in_place(&target, bytes) {
-        let kept = match temp.keep() {
-            Ok((_, kept)) => format!("its full new content is kept in `{}`", kept.display()),
-            Err(_) => "the temporary copy could not be kept".to_owned(),
-        };
-        return Err(io::Error::new(
-            error.kind(),
-            format!("writing in place failed ({error}); the file may be half written, and {kept}"),
-        ));
-    }
-    Ok(match previous {
-        Some(meta) => Previous::Replaced {
-            bytes: meta.len(),
-            way,
-        },
-        None => Previous::Created,
-    })
-}
-
-/// Writes `bytes` over the content of the existing file `target`, in its own inode.
-fn copy_in_place(target: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new().write(true).open(target)?;
-    file.write_all(bytes)?;
-    file.set_len(bytes.len() as u64)?;
-    file.sync_all()
+    crate::commit::write_one(path, bytes, before_replace)
 }
 
 /// [`write_atomic_with`] without a hook.
@@ -181,28 +42,12 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Previous> {
     write_atomic_with(path, bytes, |_| Ok(()))
 }
 
-/// Follows symbolic links at `path` itself (not its parents, which the caller has resolved)
-/// to the file that a write should replace.
-fn final_target(path: &Path) -> io::Result<PathBuf> {
-    let mut current = path.to_path_buf();
-    for _ in 0..40 {
-        match fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let link = fs::read_link(&current)?;
-                current = match current.parent() {
-                    Some(parent) => parent.join(link),
-                    None => link,
-                };
-            }
-            _ => return Ok(current),
-        }
-    }
-    Err(io::Error::other("too many levels of symbolic links"))
-}
-
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use std::fs;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    use crate::commit::Way;
 
     use super::*;
 

@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 mod atomic_write;
+pub mod commit;
 mod edit;
 mod file_kind;
 mod glob;
