@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 const UNSAFE_CRATE: &str = "vak-tool-bash";
 /// The crates that may start processes.
 const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse"];
-/// The crates that may depend on the HTTP stack: the two that fetch, and the binary, which
+/// The crates that may depend on the HTTP stack: the two that fetch, and the MCP library, which
 /// serves MCP over HTTP (inbound only: clippy's ban on opening connections holds there too).
-const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse", "vak-tools-cli"];
+const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse", "vak-mcp"];
 /// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
 const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-tool-net"];
 /// Dependencies that make up the HTTP stack.
@@ -61,12 +61,62 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
             unsafe_sites.join(", ")
         ));
     }
+    if let Err(problem) = mcp_budget(root) {
+        problems.push(problem);
+    }
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems)
     }
 }
+
+/// The unique crates the MCP library may pull without its `http` feature (issue 23): a runtime
+/// embeds it for stdio alone.
+const MCP_BUDGET: usize = 120;
+
+/// `cargo tree -e normal -p vak-mcp --no-default-features` within [`MCP_BUDGET`] crates.
+fn mcp_budget(root: &Path) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "tree",
+            "-e",
+            "normal",
+            "-p",
+            "vak-mcp",
+            "--no-default-features",
+        ])
+        .args(["--prefix", "none", "--offline"])
+        .output()
+        .map_err(|error| format!("cannot run cargo tree: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo tree -p vak-mcp failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let crates = unique_crates(&String::from_utf8_lossy(&output.stdout));
+    if crates > MCP_BUDGET {
+        return Err(format!(
+            "vak-mcp without `http` pulls {crates} crates (cargo tree -e normal -p vak-mcp \
+             --no-default-features); its budget is {MCP_BUDGET}: keep heavy dependencies behind \
+             a feature"
+        ));
+    }
+    Ok(())
+}
+
+/// The distinct crates (name and version) of a `cargo tree --prefix none` listing.
+fn unique_crates(tree: &str) -> usize {
+    tree.lines()
+        .map(|line| line.trim_end_matches(" (*)").trim())
+        .filter(|line| !line.is_empty())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
 
 struct Crate {
     name: String,
@@ -174,6 +224,17 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
                 "{name} depends on `{dep}`: only {} may depend on the HTTP stack",
                 HTTP_CRATES.join(", ")
             ));
+        }
+    }
+    if name == "vak-mcp" {
+        // core + window <- mcp <- CLI: the server knows no tool crate and no facade.
+        for dep in deps.iter().filter(|dep| dep.starts_with("vak-")) {
+            if !["vak-tool-core", "vak-window"].contains(&dep.as_str()) {
+                problems.push(format!(
+                    "vak-mcp depends on `{dep}`: the MCP library depends on vak-tool-core and \
+                     vak-window only"
+                ));
+            }
         }
     }
     let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
@@ -357,6 +418,13 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(count_unsafe_blocks(text).len(), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn a_tree_counts_each_crate_once() {
+        let tree = "vak-mcp v0.1.0 (/w/crates/vak-mcp)\nserde v1.0.0\nserde v1.0.0 (*)\n\
+                    tokio v1.0.0\nserde v1.0.0 (*)\n\n";
+        assert_eq!(unique_crates(tree), 3);
     }
 
     #[test]

@@ -11,12 +11,6 @@ use std::io::{ErrorKind, Read, StdoutLock, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-mod gate;
-mod http;
-mod ledger;
-mod mcp;
-mod stdio;
-
 use clap::{Args, Parser, Subcommand};
 use vak_tools::core::Dialect;
 use vak_tools::{
@@ -228,36 +222,28 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
         Command::Mcp { http, place } => {
             let (config, workspace) = load(&place)?;
             let ctx = config.tool_context(&workspace)?;
-            let server = mcp::Server::new(
-                registry(&config),
-                ctx,
-                config.permissions.mode,
-                config.mcp.ledger_bytes,
-            );
+            let server =
+                vak_mcp::Server::new(registry(&config), ctx, config.permissions.mode, &config.mcp);
             let Some(addr) = http.http else {
-                server.serve_stdio().await.map_err(Usage)?;
+                server.serve_stdio(stopped()).await?;
                 return Ok(ExitCode::SUCCESS);
             };
-            let token = if http.no_auth {
-                None
-            } else {
-                let token = crate::http::read_token(http.token_file.as_deref()).map_err(Usage)?;
-                Some(token.ok_or_else(|| {
+            let mut options = vak_mcp::http::HttpOptions::new(addr);
+            if !http.no_auth {
+                let token = vak_mcp::http::read_token(http.token_file.as_deref()).map_err(Usage)?;
+                let token = token.ok_or_else(|| {
                     Usage(format!(
                         "mcp --http needs a bearer token: --token-file FILE or {}; on a \
                          loopback address --no-auth serves without one",
-                        crate::http::TOKEN_ENV
+                        vak_mcp::http::TOKEN_ENV
                     ))
-                })?)
-            };
-            let options = crate::http::Options {
-                addr,
-                token,
-                tls: http.tls_cert.zip(http.tls_key),
-                max_body_bytes: config.mcp.max_body_bytes,
-                max_calls: config.mcp.max_calls,
-            };
-            crate::http::serve(server, options).await.map_err(Usage)?;
+                })?;
+                options = options.with_token(token);
+            }
+            if let Some((cert, key)) = http.tls_cert.zip(http.tls_key) {
+                options = options.with_tls(cert, key);
+            }
+            vak_mcp::http::serve(server, options, stopped()).await?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -336,8 +322,16 @@ async fn call_until_interrupted(
     }
 }
 
+/// Resolves on SIGTERM, SIGHUP or Ctrl-C: what ends `mcp`, handed to the server.
+async fn stopped() {
+    tokio::select! {
+        signal = terminated() => tracing::info!(signal, "terminated"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+    }
+}
+
 /// Waits for SIGTERM or SIGHUP (never, if they cannot be watched); returns the signal's name.
-pub(crate) async fn terminated() -> &'static str {
+async fn terminated() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::terminate()),

@@ -7,10 +7,10 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 
 /// The whole configuration. Every section and key is optional; unknown keys are refused.
 ///
-/// Each tool crate owns its section: `[fs]` is [`FsSettings`](vak_tool_fs::FsSettings), `[bash]`
+/// Each crate owns its section: `[fs]` is [`FsSettings`](vak_tool_fs::FsSettings), `[bash]`
 /// is `BashSettings`, `[net]` `NetSettings`, `[browse]` `BrowseSettings`, `[commitment]`
-/// `CommitmentSettings`; the facade only parses the file and hands each crate its section in
-/// [`registry`](crate::registry). A section of a tool that this build does not compile in is
+/// `CommitmentSettings`, `[mcp]` vak-mcp's `McpSettings`; the facade only parses the file and
+/// hands each crate its section in [`registry`](crate::registry). A section of a tool that this build does not compile in is
 /// accepted and ignored, so one file serves every build (except `[commitment] enabled = true`,
 /// which is an error without the `commitment` feature: the person asked for a tool that is not
 /// there).
@@ -78,8 +78,12 @@ pub struct Config {
     #[cfg(not(feature = "commitment"))]
     #[serde(skip_serializing)]
     commitment: Uncompiled,
-    /// `[mcp]`
-    pub mcp: McpConfig,
+    /// `[mcp]`: the MCP server's bounds, [`McpSettings`](vak_mcp::McpSettings).
+    #[cfg(feature = "mcp")]
+    pub mcp: vak_mcp::McpSettings,
+    #[cfg(not(feature = "mcp"))]
+    #[serde(skip_serializing)]
+    mcp: Uncompiled,
 }
 
 /// The section of a tool this build does not compile in: accepted, kept for the one check that
@@ -103,31 +107,6 @@ impl Uncompiled {
 pub struct PermissionsConfig {
     /// `read-only`, `workspace-write` (default) or `full-access`.
     pub mode: PermissionMode,
-}
-
-/// `[mcp]`: the MCP server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct McpConfig {
-    /// The total size of whole results kept for `recall`, oldest evicted first (256 MiB); each
-    /// session of `mcp --http` has a ledger of its own.
-    pub ledger_bytes: usize,
-    /// `mcp --http`: the largest request body read; a larger one is refused with 413 (4 MiB).
-    pub max_body_bytes: usize,
-    /// `mcp --http`: the tool calls that run at once across all sessions; more wait their turn
-    /// (16).
-    pub max_calls: usize,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        Self {
-            ledger_bytes: 256 * 1024 * 1024,
-            max_body_bytes: 4 * 1024 * 1024,
-            max_calls: 16,
-        }
-    }
 }
 
 /// Why a configuration could not be used.
@@ -238,6 +217,15 @@ mod tests {
             Some(Path::new("/usr/bin/chromium"))
         );
         assert!(config.commitment.enabled);
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn the_mcp_section_is_the_servers_settings() {
+        let config = Config::from_toml_str(
+            "[mcp]\nledger_bytes = 1024\nmax_body_bytes = 2048\nmax_calls = 3\n",
+        )
+        .unwrap();
         assert_eq!(config.mcp.ledger_bytes, 1024);
         assert_eq!(config.mcp.max_body_bytes, 2048);
         assert_eq!(config.mcp.max_calls, 3);
@@ -255,8 +243,10 @@ mod tests {
             ("[permisions]\n", "permisions"),
             ("[permissions]\nmode = \"yolo\"", "yolo"),
             ("[net", "invalid config"),
-            ("[mcp]\nledger_bytes = \"big\"", "ledger_bytes"),
         ];
+        if cfg!(feature = "mcp") {
+            cases.push(("[mcp]\nledger_bytes = \"big\"", "ledger_bytes"));
+        }
         if cfg!(feature = "net") {
             cases.push(("[net]\nallow = \"10.0.0.0/8\"", "allow"));
         }

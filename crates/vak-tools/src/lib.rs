@@ -14,6 +14,7 @@
 //! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
 //! | `commitment` | `commitments` (with `[commitment] enabled = true`) | `vak-tool-commitments` | no |
 //! | `full` | all of the above | | no |
+//! | `mcp` | the MCP server (not a tool: not in `full`) | `vak-mcp` | no |
 //!
 //! Every setting reaches the tools in one place, [`registry`]: each tool crate owns its section
 //! of the configuration (`[fs]`, `[bash]`, `[net]`, …) as a settings struct, and the facade hands
@@ -36,7 +37,7 @@
 
 mod config;
 
-pub use config::{Config, ConfigError, McpConfig, PermissionsConfig};
+pub use config::{Config, ConfigError, PermissionsConfig};
 pub use vak_tool_core::{
     BoxFuture, CancellationToken, Capability, Content, ContextError, DynTool, PathError,
     PathPolicy, PermissionMode, Posture, Registry, Session, Tool, ToolContext, ToolError,
@@ -47,6 +48,10 @@ pub use vak_tool_core::{
 pub use vak_tool_core as core;
 /// The window a model is shown of a whole result, and the recall slices.
 pub use vak_window as window;
+
+/// The MCP server: serve a registry over stdio or Streamable HTTP.
+#[cfg(feature = "mcp")]
+pub use vak_mcp as mcp;
 
 /// File tools: `read`, `write`, `edit`, `glob`, `grep`.
 #[cfg(feature = "fs")]

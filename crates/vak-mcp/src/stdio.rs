@@ -1,5 +1,5 @@
-//! The stdio transport of `vak-tools mcp`: newline-delimited JSON-RPC on standard input and
-//! output, each line through the [`Gate`] before rmcp sees it.
+//! The stdio transport: newline-delimited JSON-RPC on standard input and output (or any reader
+//! and writer), each line through the [`Gate`] before rmcp sees it, and the serving loop over it.
 //!
 //! It replaces rmcp's own `stdio()` transport for two reasons: the gate's conformance (see
 //! [`crate::gate`]), and telling the server the moment standard input ends. rmcp, on end of
@@ -14,17 +14,98 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::RoleServer;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use vak_tools::CancellationToken;
+use vak_tool_core::CancellationToken;
 
 use crate::gate::{Gate, error_reply};
+use crate::{SHUTDOWN_GRACE, ServeError, Server};
+
+impl Server {
+    /// Serves on standard input and output until the client closes standard input or
+    /// `shutdown` resolves (a signal, say), then cancels running calls at once and waits (at most
+    /// [`SHUTDOWN_GRACE`]) for them to end. A client that leaves before `initialize` is a quiet
+    /// `Ok`.
+    pub async fn serve_stdio(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), shutdown)
+            .await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) over any reader and writer: newline-delimited
+    /// JSON-RPC messages.
+    pub async fn serve_io<R, W>(
+        self,
+        read: R,
+        write: W,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let server = self.clone();
+        let (transport, io) = transport(read, write);
+        tokio::pin!(shutdown);
+        let running = tokio::select! {
+            running = self.serve(transport) => match running {
+                Ok(running) => running,
+                // A client that left before `initialize`: nothing was started, a quiet end.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                    tracing::info!("standard input ended before `initialize`");
+                    return Ok(());
+                }
+                Err(error) => return Err(ServeError::Initialize(error.to_string())),
+            },
+            () = &mut shutdown => {
+                tracing::info!("stopped before `initialize`");
+                return Ok(());
+            }
+        };
+        let cancel = running.cancellation_token();
+        let service = running.waiting();
+        tokio::pin!(service);
+        let (service_ended, stopped) = tokio::select! {
+            quit = &mut service => {
+                tracing::info!(?quit, "MCP service ended; stopping running calls");
+                (true, false)
+            }
+            () = io.input_closed.cancelled() => {
+                tracing::info!("standard input closed; cancelling running calls");
+                (false, false)
+            }
+            () = &mut shutdown => {
+                tracing::info!("told to stop; stopping running calls");
+                (false, true)
+            }
+        };
+        // Cancel first: rmcp waits for the calls' answers before its service ends.
+        server.stop_calls().await;
+        if stopped {
+            // Standard input may stay open: rmcp's service ends only when told (it still
+            // writes the answers of the calls that just ended).
+            cancel.cancel();
+        }
+        if !service_ended
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut service)
+                .await
+                .is_err()
+        {
+            tracing::warn!("the MCP service did not end; leaving it");
+        }
+        // Every answer rmcp sent is written before the process exits.
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, io.writer).await;
+        Ok(())
+    }
+}
 
 /// The longest line (one message) read: longer ones are refused, not buffered (rmcp's bound).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;

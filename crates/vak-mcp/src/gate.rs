@@ -18,7 +18,8 @@
 //!   versions removed batches: there a batch is one invalid-request error.
 //!
 //! Everything else goes to rmcp unchanged. The gate holds no I/O: the stdio transport
-//! ([`crate::stdio`]) feeds it lines and writes what it returns.
+//! (`stdio`) feeds it lines and writes what it returns; the HTTP transport vets each POST with
+//! it.
 
 use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage, ClientRequest};
 use serde::Deserialize;
@@ -363,6 +364,7 @@ fn read_request(method: &str, id: &Value, message: &Value) -> Result<ClientJsonR
 /// One message of an HTTP POST, vetted without session state: `Some` error reply (and whether
 /// it is the client's malformed message, a 400) when rmcp should not see it. Notifications and
 /// responses pass; rmcp answers them with a status.
+#[cfg(feature = "http")]
 pub(crate) fn vet_message(message: &Value) -> Option<(Value, bool)> {
     let malformed = |text: &str| Some((error_reply(None, INVALID_REQUEST, text), true));
     let Value::Object(map) = message else {
@@ -608,6 +610,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn an_http_message_is_vetted_without_session_state() {
         let vet = |message: &str| vet_message(&serde_json::from_str(message).unwrap());

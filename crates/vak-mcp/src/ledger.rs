@@ -1,4 +1,5 @@
-//! The MCP server's memory of whole results, so that `recall` can return what a window left out.
+//! The MCP server's memory of whole results, so that `recall` can return what a window left
+//! out.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -46,11 +47,6 @@ impl Ledger {
             .iter()
             .find(|(key, _)| key == id)
             .map(|(_, text)| Arc::clone(text))
-    }
-
-    /// The budget this ledger was made with.
-    pub(crate) fn budget_bytes(&self) -> usize {
-        self.budget_bytes
     }
 
     /// The oldest call id still kept.

@@ -1,0 +1,82 @@
+//! Asking the person before a call whose permission posture is `Ask`, through MCP elicitation.
+
+use rmcp::RoleServer;
+use rmcp::service::{ElicitationError, RequestContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tool_core::{PermissionMode, Posture, ToolOutput, ToolSpec, posture};
+
+/// The person's answer to "allow this call?".
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Approval {
+    /// Whether to run the call.
+    allow: bool,
+}
+rmcp::elicit_safe!(Approval);
+
+/// The name of a permission mode as the configuration file spells it.
+pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::ReadOnly => "read-only",
+        PermissionMode::WorkspaceWrite => "workspace-write",
+        PermissionMode::FullAccess => "full-access",
+    }
+}
+
+/// Asks the person through the client whether to run `spec` with `args` in permission mode
+/// `mode`; `Err` is the refusal to return.
+pub(crate) async fn approve(
+    spec: &ToolSpec,
+    args: &serde_json::Value,
+    mode: PermissionMode,
+    context: &RequestContext<RoleServer>,
+) -> Result<(), ToolOutput> {
+    let question = format!("Allow {}{}?", spec.name, describe_call(args));
+    let allowing_mode = [PermissionMode::WorkspaceWrite, PermissionMode::FullAccess]
+        .into_iter()
+        .find(|candidate| posture(spec, *candidate) == Posture::Allow)
+        .unwrap_or(PermissionMode::FullAccess);
+    let refused = |why: &str| {
+        ToolOutput::error(format!(
+            "`{}` was not run: {why}. In permission mode `{}` it needs the person's approval; \
+             `[permissions] mode = \"{}\"` in .vak/config.toml allows it without asking. Try \
+             another tool, or ask the person to change the mode.",
+            spec.name,
+            mode_name(mode),
+            mode_name(allowing_mode)
+        ))
+    };
+    let answer = tokio::select! {
+        answer = context.peer.elicit::<Approval>(question) => answer,
+        () = context.ct.cancelled() => return Err(refused("the call was cancelled while asking")),
+    };
+    match answer {
+        Ok(Some(Approval { allow: true })) => Ok(()),
+        Ok(Some(Approval { allow: false }) | None) | Err(ElicitationError::UserDeclined) => {
+            Err(refused("the person declined it"))
+        }
+        Err(ElicitationError::UserCancelled) => Err(refused("the person dismissed the question")),
+        Err(ElicitationError::CapabilityNotSupported) => Err(refused(
+            "this MCP client cannot ask the person (it does not support elicitation)",
+        )),
+        Err(error) => Err(refused(&format!("asking the person failed ({error})"))),
+    }
+}
+
+/// A short description of a call for the approval question: the URL, command or path when
+/// there is one, otherwise the arguments, cut to a readable length.
+fn describe_call(args: &serde_json::Value) -> String {
+    for key in ["url", "command", "path"] {
+        if let Some(value) = args.get(key).and_then(|value| value.as_str()) {
+            return format!(" of {}", cut(value, 200));
+        }
+    }
+    format!(" with {}", cut(&args.to_string(), 200))
+}
+
+fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,338 @@
+//! MCP's Streamable HTTP transport, for an agent runtime on another machine than the workspace
+//! (`vak-tools mcp --http ADDR`).
+//!
+//! rmcp serves the transport (sessions, SSE streams, resumption); this module puts a thin front
+//! before it and holds the security model:
+//!
+//! - **Who may call.** Every request must carry `Authorization: Bearer TOKEN`, compared in
+//!   constant time; a missing or wrong token is 401 before the body is read, so nothing runs.
+//!   Only on a loopback address may the server run without one ([`HttpOptions::token`] `None`).
+//! - **From where.** A request with an `Origin` header (a browser's) is refused with 403 unless
+//!   the server listens on loopback and the origin is a loopback one (`http://localhost:5173`):
+//!   a web page the person visits cannot drive the tools. On loopback rmcp also checks `Host`
+//!   (DNS rebinding).
+//! - **How much.** A request body is read up to `[mcp] max_body_bytes` (413 past it); at most
+//!   `[mcp] max_calls` tool calls run at once across all sessions, the others wait their turn.
+//! - **Apart.** Each MCP session gets a server of its own: its own `recall` ledger and tool
+//!   state (background jobs), cleared when the session ends. Sessions need the `initialize`
+//!   handshake, so the server speaks protocol versions up to 2025-11-25 here.
+//! - **On the wire.** With a certificate and key (PEM) it speaks HTTPS through rustls;
+//!   otherwise plain HTTP, meant for loopback or behind a TLS-terminating proxy.
+//!
+//! Each POST body is also vetted like a stdio line (see the gate): a `tools/call` whose params
+//! cannot be read is -32602, not rmcp's -32601; a JSON-RPC batch (protocol 2025-03-26 and
+//! older, which rmcp does not serve over HTTP) is split into one POST per message and answered
+//! as one array.
+
+mod auth;
+mod batch;
+mod tls;
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use vak_tool_core::CancellationToken;
+
+pub use auth::{TOKEN_ENV, read_token};
+
+use crate::gate::{self, error_reply};
+use crate::{ServeError, Server};
+
+/// Where MCP is served.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How long a session may pass without any message before it is closed (and its jobs end).
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Where and how [`serve`] listens.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The address to listen on (`127.0.0.1:8765`, `[::]:8765`, `0.0.0.0:0`).
+    pub addr: String,
+    /// The bearer token every request must carry; `None` serves without one, which only a
+    /// loopback address allows.
+    pub token: Option<Vec<u8>>,
+    /// PEM certificate chain and private key, for HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+}
+
+impl HttpOptions {
+    /// Plain HTTP on `addr`, no token (loopback only) until [`with_token`](Self::with_token).
+    pub fn new(addr: impl Into<String>) -> Self {
+        Self {
+            addr: addr.into(),
+            token: None,
+            tls: None,
+        }
+    }
+
+    /// Every request must carry `Authorization: Bearer <token>`.
+    pub fn with_token(mut self, token: impl Into<Vec<u8>>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// HTTPS with this PEM certificate chain and private key.
+    pub fn with_tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls = Some((cert.into(), key.into()));
+        self
+    }
+}
+
+/// The response body every handler returns (rmcp's).
+type Body = BoxBody<Bytes, Infallible>;
+
+/// What every connection shares.
+struct Front {
+    rmcp: StreamableHttpService<Server, LocalSessionManager>,
+    token: Option<Vec<u8>>,
+    loopback: bool,
+    max_body_bytes: usize,
+}
+
+/// Serves `server` over Streamable HTTP until `shutdown` resolves; then ends every session,
+/// cancels running calls and waits (at most [`SHUTDOWN_GRACE`](crate::SHUTDOWN_GRACE)) for them
+/// to stop. It says on standard error where it listens (`serving MCP at http://…/mcp`).
+pub async fn serve(
+    server: Server,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let listener = TcpListener::bind(&options.addr).await.map_err(|error| {
+        ServeError::Setup(format!("cannot listen on {}: {error}", options.addr))
+    })?;
+    let local = listener.local_addr().map_err(|error| {
+        ServeError::Setup(format!("cannot read the listening address: {error}"))
+    })?;
+    let loopback = local.ip().is_loopback();
+    if options.token.is_none() && !loopback {
+        return Err(ServeError::Setup(format!(
+            "{local} is not a loopback address: a bearer token is required there (--token-file \
+             FILE or {TOKEN_ENV}); --no-auth is for loopback only"
+        )));
+    }
+    let tls = match &options.tls {
+        Some((cert, key)) => Some(tls::tls_acceptor(cert, key).map_err(ServeError::Setup)?),
+        None => None,
+    };
+    let settings = server.settings().clone();
+    let stop = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_cancellation_token(stop.child_token());
+    if !loopback {
+        // The Host a remote client uses is not known here; the token is what guards it.
+        config = config.disable_allowed_hosts();
+    }
+    let sessions = server.for_sessions();
+    let template = sessions.clone();
+    let mut manager = LocalSessionManager::default();
+    // rmcp ends a session after 5 min without a message; a `bash` call may run 10 min without
+    // one (no progress asked), and a session's background jobs would end with it.
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
+    let rmcp =
+        StreamableHttpService::new(move || Ok(template.session()), Arc::new(manager), config);
+    let front = Arc::new(Front {
+        rmcp,
+        token: options.token,
+        loopback,
+        max_body_bytes: settings.max_body_bytes,
+    });
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let auth = if front.token.is_some() {
+        "bearer token required"
+    } else {
+        "no authentication (--no-auth)"
+    };
+    // Said on standard error whatever the log level: a port chosen by the system (`:0`) is only
+    // known here.
+    announce(&format!(
+        "serving MCP at {scheme}://{local}{MCP_PATH} ({auth})"
+    ));
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept a connection");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let front = Arc::clone(&front);
+        let tls = tls.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            match tls {
+                None => connection(stream, front, stop).await,
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) => connection(stream, front, stop).await,
+                    Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                },
+            }
+        });
+    }
+    tracing::info!("stopping: ending sessions and running calls");
+    stop.cancel();
+    sessions.stop_calls().await;
+    Ok(())
+}
+
+fn announce(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "vak-tools: {line}");
+}
+
+/// Serves one connection (HTTP/1.1) until it closes or the server stops.
+async fn connection<S>(stream: S, front: Arc<Front>, stop: CancellationToken)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let front = Arc::clone(&front);
+        async move { Ok::<_, Infallible>(front.handle(request).await) }
+    });
+    let connection =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(error) = result {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        }
+        () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+impl Front {
+    async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != MCP_PATH {
+            return plain(
+                StatusCode::NOT_FOUND,
+                &format!("MCP is served at {MCP_PATH}"),
+            );
+        }
+        if let Some(refusal) = self.refused_origin(request.headers()) {
+            return plain(StatusCode::FORBIDDEN, &refusal);
+        }
+        if let Some(token) = &self.token
+            && !auth::bearer_matches(request.headers(), token)
+        {
+            let mut response = plain(
+                StatusCode::UNAUTHORIZED,
+                "a valid bearer token is required: Authorization: Bearer TOKEN",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer realm=\"vak-tools\""),
+            );
+            return response;
+        }
+        let (parts, body) = request.into_parts();
+        let body = match Limited::new(body, self.max_body_bytes).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!(
+                        "the request body is larger than {} bytes ([mcp] max_body_bytes)",
+                        self.max_body_bytes
+                    ),
+                );
+            }
+            Err(error) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    &format!("cannot read the body: {error}"),
+                );
+            }
+        };
+        if parts.method == Method::POST {
+            let message = match serde_json::from_slice::<Value>(&body) {
+                Ok(message) => message,
+                Err(error) => {
+                    let text = format!("the body is not JSON ({error})");
+                    return json(
+                        StatusCode::BAD_REQUEST,
+                        &error_reply(None, gate::PARSE_ERROR, &text),
+                    );
+                }
+            };
+            if let Value::Array(items) = message {
+                return self.batch(&parts, items).await;
+            }
+            if let Some((reply, malformed)) = gate::vet_message(&message) {
+                let status = if malformed {
+                    StatusCode::BAD_REQUEST
+                } else {
+                    StatusCode::OK
+                };
+                return json(status, &reply);
+            }
+        }
+        let ends_session = parts.method == Method::DELETE;
+        let mut response = self
+            .rmcp
+            .handle(Request::from_parts(parts, Full::new(body)))
+            .await;
+        if ends_session && response.status() == StatusCode::ACCEPTED {
+            // rmcp says 202 to a session's end; clients (the Python SDK) expect 200 or 204.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        response
+    }
+
+    /// Why a request's `Origin` is refused; `None` when there is none or it is allowed.
+    fn refused_origin(&self, headers: &HeaderMap) -> Option<String> {
+        let origin = headers.get(header::ORIGIN)?;
+        let text = origin.to_str().unwrap_or("(not text)");
+        if self.loopback && auth::is_loopback_origin(text) {
+            return None;
+        }
+        Some(format!(
+            "requests from a web page (Origin: {text}) are refused; only a loopback server \
+             accepts loopback origins"
+        ))
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    respond(status, "text/plain; charset=utf-8", format!("{text}\n"))
+}
+
+pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    respond(status, "application/json", value.to_string())
+}
+
+pub(crate) fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: String,
+) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(content_type),
+    );
+    response
+}

@@ -1,0 +1,388 @@
+//! The MCP server: the registry, a context per call, the ledger of each session.
+//!
+//! Every result is kept whole in the ledger of the call's session (see [`crate::recall`]) and
+//! the client is sent `vak_window::window` of it. Tools whose permission posture is `Ask` are
+//! run only after the person approves through MCP elicitation (see [`crate::approval`]). Each
+//! call runs with its own cancellation token, cancelled by the client's
+//! `notifications/cancelled` or by the server's shutdown. Background jobs live in the session,
+//! and end with it.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio::sync::Semaphore;
+use tokio_util::sync::DropGuard;
+use tokio_util::task::TaskTracker;
+use vak_tool_core::{
+    CancellationToken, Capability, Content, PermissionMode, Posture, Registry, Session,
+    ToolContext, ToolOutput, ToolSpec, posture,
+};
+use vak_window::{Recall as Marker, window};
+
+use crate::recall::{RECALL, Recall, record};
+use crate::{McpSettings, approval, progress};
+
+/// How long shutdown waits for cancelled calls to finish killing what they started.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The MCP server: a registry served with windowed results, `recall`, approvals, progress and
+/// cancellation. Cloning shares it.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("tools", &self.inner.registry.names())
+            .field("mode", &self.inner.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    registry: Registry,
+    ctx: ToolContext,
+    mode: PermissionMode,
+    settings: McpSettings,
+    shutdown: CancellationToken,
+    /// The calls running now: each holds a token of it for as long as it lives.
+    calls: TaskTracker,
+    /// Bounds the calls running at once, shared by every session (`[mcp] max_calls`).
+    limit: Option<Arc<Semaphore>>,
+    /// Serve only the protocol versions that have an `initialize` handshake, and so a session
+    /// (over HTTP, where each session has its own ledger and state).
+    handshake_only: bool,
+    /// A session of the HTTP transport: dropped with it, which clears its state (background
+    /// jobs, the ledger).
+    _ended: Option<DropGuard>,
+}
+
+impl Server {
+    /// A server of `registry`, plus [`Recall`], whose calls run in `ctx` (its workspace, its
+    /// session) in permission `mode`: a tool whose posture is `Ask` there is run only after the
+    /// person approves it.
+    pub fn new(
+        mut registry: Registry,
+        ctx: ToolContext,
+        mode: PermissionMode,
+        settings: &McpSettings,
+    ) -> Self {
+        let _ = registry.register(Recall);
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                ctx,
+                mode,
+                settings: settings.clone(),
+                shutdown: CancellationToken::new(),
+                calls: TaskTracker::new(),
+                limit: None,
+                handshake_only: false,
+                _ended: None,
+            }),
+        }
+    }
+
+    /// The settings it was made with.
+    pub fn settings(&self) -> &McpSettings {
+        &self.inner.settings
+    }
+
+    /// The tool calls running now (across every session made from this server).
+    pub fn calls_running(&self) -> usize {
+        self.inner.calls.len()
+    }
+
+    /// This server as the template of the sessions of MCP over HTTP: at most `max_calls` calls
+    /// at once across all of them, and only protocol versions that have a session.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "used by the HTTP transport")
+    )]
+    pub(crate) fn for_sessions(&self) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                registry: inner.registry.clone(),
+                ctx: inner.ctx.clone(),
+                mode: inner.mode,
+                settings: inner.settings.clone(),
+                shutdown: inner.shutdown.clone(),
+                calls: inner.calls.clone(),
+                limit: Some(Arc::new(Semaphore::new(inner.settings.max_calls.max(1)))),
+                handshake_only: true,
+                _ended: None,
+            }),
+        }
+    }
+
+    /// A server for one new session: its own tool state ([`Session`]: the ledger, background
+    /// jobs; cleared when the session ends or the server stops), sharing this one's call limit,
+    /// its count of running calls and its shutdown.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "used by the HTTP transport")
+    )]
+    pub(crate) fn session(&self) -> Self {
+        let inner = &self.inner;
+        let session = Session::new();
+        let shutdown = inner.shutdown.child_token();
+        let ended = CancellationToken::new();
+        let (stopped, gone, state) = (shutdown.clone(), ended.clone(), session.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                () = gone.cancelled() => {}
+            }
+            state.clear();
+        });
+        Self {
+            inner: Arc::new(Inner {
+                registry: inner.registry.clone(),
+                ctx: inner.ctx.clone().with_session(session),
+                mode: inner.mode,
+                settings: inner.settings.clone(),
+                shutdown,
+                calls: inner.calls.clone(),
+                limit: inner.limit.clone(),
+                handshake_only: inner.handshake_only,
+                _ended: Some(ended.drop_guard()),
+            }),
+        }
+    }
+
+    /// Cancels every running call (of every session made from this server) and waits, at most
+    /// [`SHUTDOWN_GRACE`], for them to end; whether they all did. The session's state
+    /// (background jobs, the ledger) is cleared.
+    pub async fn stop_calls(&self) -> bool {
+        self.inner.shutdown.cancel();
+        let ended = finish_calls(&self.inner.calls, SHUTDOWN_GRACE).await;
+        if !ended {
+            tracing::warn!(
+                running = self.inner.calls.len(),
+                "calls still running after the shutdown grace; leaving them"
+            );
+        }
+        // The session ends with its calls: its background jobs are killed now.
+        self.inner.ctx.session().clear();
+        ended
+    }
+
+    fn spec_to_mcp(spec: &ToolSpec) -> McpTool {
+        let schema: JsonObject = match &spec.input_schema {
+            serde_json::Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        };
+        let writes = spec.has(Capability::WriteFs) || spec.has(Capability::Execute);
+        // A command reaches the network too (through bash's guarded proxy).
+        let open_world = spec.has(Capability::Network) || spec.has(Capability::Execute);
+        let annotations = ToolAnnotations::new()
+            .read_only(!writes && !spec.has(Capability::Network))
+            .destructive(writes)
+            .open_world(open_world);
+        McpTool::new(
+            spec.name.clone(),
+            spec.description.clone(),
+            Arc::new(schema),
+        )
+        .with_annotations(annotations)
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolOutput {
+        let Some(spec) = self.inner.registry.spec(name).cloned() else {
+            return ToolOutput::error(format!(
+                "unknown tool `{name}`. The tools are: {}.",
+                self.inner.registry.names().join(", ")
+            ));
+        };
+        if posture(&spec, self.inner.mode) == Posture::Ask
+            && let Err(refusal) = approval::approve(&spec, &args, self.inner.mode, context).await
+        {
+            return refusal;
+        }
+        // `recall` only reads memory: it never waits for a slot.
+        let limit = self.inner.limit.as_ref().filter(|_| name != RECALL);
+        let _permit = match limit {
+            None => None,
+            Some(limit) => tokio::select! {
+                permit = Arc::clone(limit).acquire_owned() => permit.ok(),
+                () = context.ct.cancelled() => {
+                    return ToolOutput::error("cancelled while waiting for a free call slot");
+                }
+                () = self.inner.shutdown.cancelled() => {
+                    return ToolOutput::error("the server is shutting down; nothing was run");
+                }
+            },
+        };
+        let token = self.inner.shutdown.child_token();
+        let ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        let (ctx, progress) = progress::forward_progress(ctx, context);
+        let output = {
+            let call = self.inner.registry.call(name, args, &ctx);
+            tokio::pin!(call);
+            tokio::select! {
+                output = &mut call => output,
+                () = context.ct.cancelled() => {
+                    token.cancel();
+                    call.await
+                }
+            }
+        };
+        // The last progress notification goes out before the result.
+        drop(ctx);
+        if let Some(progress) = progress {
+            let _ = tokio::time::timeout(progress::PROGRESS_FLUSH, progress).await;
+        }
+        output
+    }
+
+    /// Records the whole text of a result and returns what the client is sent: the window of
+    /// the text (naming the ledger entry), followed by any images.
+    fn windowed(&self, output: ToolOutput) -> CallToolResult {
+        let whole: Arc<str> = output.text_content().into();
+        let id = record(
+            self.inner.ctx.session(),
+            self.inner.settings.ledger_bytes,
+            Arc::clone(&whole),
+        );
+        let mut blocks = vec![ContentBlock::text(
+            window(&whole, &Marker { call_id: &id }).into_owned(),
+        )];
+        for block in output.content {
+            if let Content::Image { media_type, data } = block {
+                blocks.push(ContentBlock::image(data, media_type));
+            }
+        }
+        let mut result = CallToolResult::success(blocks);
+        result.is_error = Some(output.is_error);
+        result
+    }
+}
+
+/// Closes `calls` to new ones and waits for those running to end, at most `grace`; whether they
+/// all ended.
+async fn finish_calls(calls: &TaskTracker, grace: Duration) -> bool {
+    calls.close();
+    tokio::time::timeout(grace, calls.wait()).await.is_ok()
+}
+
+impl ServerHandler for Server {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        let known = ProtocolVersion::KNOWN_VERSIONS;
+        if !self.inner.handshake_only {
+            return Cow::Borrowed(known);
+        }
+        // From 2026-07-28 on, MCP over HTTP has no sessions: each request would get a server of
+        // its own, without the ledger `recall` reads. Sessions need a handshake version.
+        Cow::Owned(
+            known
+                .iter()
+                .filter(|version| version.has_initialize())
+                .cloned()
+                .collect(),
+        )
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("vak-tools", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "vak-tools: file, shell, search, web and browser tools. Long results are shown \
+                 as a window; the marker line names the `recall` call that returns the rest.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<McpTool> = self
+            .inner
+            .registry
+            .specs()
+            .into_iter()
+            .map(Self::spec_to_mcp)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let _running = self.inner.calls.token();
+        let args = match request.arguments {
+            Some(map) => serde_json::Value::Object(map),
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let output = self.call(&request.name, args, &context).await;
+        Ok(self.windowed(output).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_waits_for_a_cancelled_call_to_finish_ending() {
+        let calls = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        let ended = Arc::new(AtomicBool::new(false));
+        let running = calls.token();
+        let (stop, done) = (shutdown.clone(), Arc::clone(&ended));
+        tokio::spawn(async move {
+            let _running = running;
+            stop.cancelled().await;
+            // Killing a process tree takes a while.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            done.store(true, Ordering::SeqCst);
+        });
+        shutdown.cancel();
+        let started = tokio::time::Instant::now();
+        assert!(finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert!(ended.load(Ordering::SeqCst));
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_gives_up_on_a_call_that_never_ends_after_the_grace() {
+        let calls = TaskTracker::new();
+        let running = calls.token();
+        tokio::spawn(async move {
+            let _running = running;
+            std::future::pending::<()>().await;
+        });
+        let started = tokio::time::Instant::now();
+        assert!(!finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_with_no_call_running_returns_at_once() {
+        let calls = TaskTracker::new();
+        let started = tokio::time::Instant::now();
+        assert!(finish_calls(&calls, SHUTDOWN_GRACE).await);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+}
