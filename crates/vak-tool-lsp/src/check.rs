@@ -1,0 +1,413 @@
+//! Asking the servers about files: send each file's content (`didOpen`, or `didChange` and
+//! `didSave`), wait for diagnostics of that very version (debounced), and find the new errors
+//! of the other open files, all before one deadline.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+use vak_tool_core::{PermissionMode, ToolContext, human};
+
+use crate::client::{Published, settle};
+use crate::render::{FileReport, Outcome, Report, is_error};
+use crate::server::{Got, Running, Servers, Start, wait_for};
+use crate::settings::{LspSettings, Server, language_id};
+use crate::uri;
+
+/// The crate's shared view: settings, servers in use, permission mode.
+#[derive(Debug)]
+pub(crate) struct Lsp {
+    pub(crate) settings: LspSettings,
+    pub(crate) servers: Vec<Server>,
+    pub(crate) mode: PermissionMode,
+}
+
+/// One file sent to one server.
+struct Sent {
+    path: PathBuf,
+    uri: String,
+    server: String,
+    running: Arc<Running>,
+    version: i32,
+    /// The server's publish counter before we sent.
+    seq: u64,
+    /// Whether we sent the content (otherwise the last diagnostics of this version do).
+    resent: bool,
+}
+
+/// The error keys of every other document, per server, before the change.
+type Before = HashMap<String, HashSet<(u32, u32, String)>>;
+
+fn error_keys(published: &Published) -> HashSet<(u32, u32, String)> {
+    published
+        .diagnostics
+        .iter()
+        .filter(|d| is_error(d))
+        .map(|d| {
+            (
+                d.range.start.line,
+                d.range.start.character,
+                d.message.clone(),
+            )
+        })
+        .collect()
+}
+
+impl Lsp {
+    /// The servers for a file, by its extension.
+    fn servers_for(&self, path: &Path) -> Vec<&Server> {
+        let Some(extension) = path.extension().and_then(|e| e.to_str()) else {
+            return Vec::new();
+        };
+        self.servers
+            .iter()
+            .filter(|s| s.settings.extensions.iter().any(|e| e == extension))
+            .collect()
+    }
+
+    /// Whether any file of this extension has a server.
+    pub(crate) fn serves(&self, path: &Path) -> bool {
+        !self.servers_for(path).is_empty()
+    }
+
+    /// The nearest folder above `path`, inside the workspace, holding a root marker of
+    /// `server`; otherwise the workspace.
+    fn root(&self, path: &Path, server: &Server, ctx: &ToolContext) -> PathBuf {
+        let workspace = ctx.workspace();
+        let mut dir = path.parent();
+        while let Some(current) = dir {
+            if !current.starts_with(workspace) {
+                break;
+            }
+            if server
+                .settings
+                .roots
+                .iter()
+                .any(|marker| current.join(marker).exists())
+            {
+                return current.to_path_buf();
+            }
+            if current == workspace {
+                break;
+            }
+            dir = current.parent();
+        }
+        workspace.to_path_buf()
+    }
+
+    /// Checks `paths`: sends their content (always when `changed`; otherwise only when the
+    /// server has not seen this content) and waits for their diagnostics until the deadline.
+    /// With `changed`, other open files that gained errors are reported too.
+    pub(crate) async fn check(
+        &self,
+        paths: &[PathBuf],
+        ctx: &ToolContext,
+        changed: bool,
+    ) -> Report {
+        let wait = Duration::from_millis(self.settings.wait_ms);
+        let deadline = Instant::now() + wait;
+        let grace = Duration::from_millis(self.settings.shutdown_ms);
+        let servers = ctx.session().state::<Servers>();
+        let mut report = Report::default();
+        let mut noted: HashSet<String> = HashSet::new();
+        let mut note = |report: &mut Report, line: String| {
+            if noted.insert(line.clone()) {
+                report.notes.push(line);
+            }
+        };
+        let mut sent: Vec<Sent> = Vec::new();
+        let mut before: HashMap<usize, (Arc<Running>, u64, Before)> = HashMap::new();
+        for path in paths {
+            let matching = self.servers_for(path);
+            if matching.is_empty() {
+                continue;
+            }
+            let text = match read_text(path, self.settings.max_file_bytes).await {
+                Ok(text) => Arc::<str>::from(text),
+                Err(why) => {
+                    note(
+                        &mut report,
+                        format!("{}: not checked ({why})", ctx.display_path(path)),
+                    );
+                    continue;
+                }
+            };
+            for server in matching {
+                let root = self.root(path, server, ctx);
+                let slot = servers.slot(&root, &server.name, grace);
+                let running = match slot
+                    .get(server, &root, ctx, self.mode, &self.settings)
+                    .await
+                {
+                    Got::None(why) => {
+                        note(&mut report, format!("{}: {why}", server.name));
+                        continue;
+                    }
+                    Got::Server(running, restarted) => {
+                        if let Some(restarted) = restarted {
+                            note(&mut report, format!("{}: {restarted}", server.name));
+                        }
+                        running
+                    }
+                };
+                match running.ready(deadline).await {
+                    Start::Ready => {}
+                    Start::Starting => {
+                        report.files.push(FileReport {
+                            path: path.clone(),
+                            server: server.name.clone(),
+                            outcome: Outcome::StillChecking {
+                                why: format!("was still starting after {}", human::duration(wait)),
+                            },
+                            broken: false,
+                        });
+                        continue;
+                    }
+                    Start::Failed(why) => {
+                        note(&mut report, format!("{}: stopped: it {why}", server.name));
+                        continue;
+                    }
+                }
+                let key = Arc::as_ptr(&running) as usize;
+                if changed && !before.contains_key(&key) {
+                    let seq = running.client.seq();
+                    let keys = running
+                        .client
+                        .all_published()
+                        .into_iter()
+                        .map(|(uri, published)| (uri, error_keys(&published)))
+                        .collect();
+                    before.insert(key, (Arc::clone(&running), seq, keys));
+                }
+                let uri = uri::of(path);
+                let language = server.settings.language_id.clone().unwrap_or_else(|| {
+                    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                    language_id(extension).to_owned()
+                });
+                match send(&running, &uri, &language, &text, changed, deadline).await {
+                    Ok((version, seq, resent)) => sent.push(Sent {
+                        path: path.clone(),
+                        uri,
+                        server: server.name.clone(),
+                        running,
+                        version,
+                        seq,
+                        resent,
+                    }),
+                    Err(why) => note(&mut report, format!("{}: stopped: it {why}", server.name)),
+                }
+            }
+        }
+        let quiet = Duration::from_millis(self.settings.debounce_ms);
+        for item in &sent {
+            let fresh = |published: &Option<Published>| match published {
+                Some(p) => match p.version {
+                    Some(version) => version == item.version,
+                    None => !item.resent || p.seq > item.seq,
+                },
+                None => false,
+            };
+            let arrived = wait_for(&item.running, deadline, || {
+                fresh(&item.running.client.published(&item.uri))
+                    || item.running.client.dead().is_some()
+            })
+            .await;
+            if arrived && item.running.client.dead().is_none() {
+                let mut watch = item.running.client.watch();
+                settle(&mut watch, quiet, deadline).await;
+            }
+            let published = item.running.client.published(&item.uri);
+            let outcome = match published {
+                Some(p) if fresh(&Some(p.clone())) => Outcome::Fresh(p.diagnostics, p.total),
+                _ => {
+                    if let Some(why) = item.running.client.dead() {
+                        note(&mut report, format!("{}: stopped: it {why}", item.server));
+                        continue;
+                    }
+                    Outcome::StillChecking {
+                        why: if item.running.client.busy() {
+                            format!("was still indexing after {}", human::duration(wait))
+                        } else {
+                            format!(
+                                "had not reported on this version after {}",
+                                human::duration(wait)
+                            )
+                        },
+                    }
+                }
+            };
+            report.files.push(FileReport {
+                path: item.path.clone(),
+                server: item.server.clone(),
+                outcome,
+                broken: false,
+            });
+        }
+        if changed {
+            let ours: HashSet<&str> = sent.iter().map(|s| s.uri.as_str()).collect();
+            let mut names: HashMap<usize, &str> = HashMap::new();
+            for item in &sent {
+                names.insert(Arc::as_ptr(&item.running) as usize, &item.server);
+            }
+            for (key, (running, seq, keys)) in &before {
+                let server = names.get(key).copied().unwrap_or("server");
+                let open = running.open.lock().await;
+                let mut broken: Vec<FileReport> = Vec::new();
+                for (uri, published) in running.client.all_published() {
+                    if ours.contains(uri.as_str())
+                        || published.seq <= *seq
+                        || !open.contains_key(&uri)
+                    {
+                        continue;
+                    }
+                    let old = keys.get(&uri);
+                    let new: Vec<_> = published
+                        .diagnostics
+                        .iter()
+                        .filter(|d| is_error(d))
+                        .filter(|d| {
+                            !old.is_some_and(|old| {
+                                old.contains(&(
+                                    d.range.start.line,
+                                    d.range.start.character,
+                                    d.message.clone(),
+                                ))
+                            })
+                        })
+                        .cloned()
+                        .collect();
+                    let Some(path) = uri::to_path(&uri) else {
+                        continue;
+                    };
+                    if !new.is_empty() {
+                        let total = new.len();
+                        broken.push(FileReport {
+                            path,
+                            server: server.to_owned(),
+                            outcome: Outcome::Fresh(new, total),
+                            broken: true,
+                        });
+                    }
+                }
+                broken.sort_by(|a, b| a.path.cmp(&b.path));
+                report.files.extend(broken);
+            }
+        }
+        report
+    }
+
+    /// The last diagnostics of every file open in this session's servers.
+    pub(crate) async fn open_files(&self, ctx: &ToolContext) -> Report {
+        let servers = ctx.session().state::<Servers>();
+        let mut report = Report::default();
+        for (_, name, slot) in servers.slots() {
+            let Some(running) = slot.current().await else {
+                continue;
+            };
+            if let Some(why) = running.dead() {
+                report.notes.push(format!("{name}: stopped: it {why}"));
+                continue;
+            }
+            let open = running.open.lock().await;
+            let mut files: Vec<(PathBuf, i32, String)> = open
+                .iter()
+                .filter_map(|(uri, (version, _))| {
+                    uri::to_path(uri).map(|path| (path, *version, uri.clone()))
+                })
+                .collect();
+            files.sort();
+            for (path, version, uri) in files {
+                let outcome = match running.client.published(&uri) {
+                    Some(p) if p.version.is_none_or(|v| v == version) => {
+                        Outcome::Fresh(p.diagnostics, p.total)
+                    }
+                    _ => Outcome::StillChecking {
+                        why: "has not reported on its last version yet".into(),
+                    },
+                };
+                report.files.push(FileReport {
+                    path,
+                    server: name.clone(),
+                    outcome,
+                    broken: false,
+                });
+            }
+        }
+        report
+    }
+}
+
+/// Sends a document's content: `didOpen` the first time, otherwise `didChange` (whole
+/// content) and `didSave`; when not `changed` and the server has this content already,
+/// nothing. Returns the version, the publish counter before sending, and whether it sent.
+async fn send(
+    running: &Running,
+    uri: &str,
+    language: &str,
+    text: &Arc<str>,
+    changed: bool,
+    deadline: Instant,
+) -> Result<(i32, u64, bool), String> {
+    let mut open = running.open.lock().await;
+    let seq = running.client.seq();
+    let client = &running.client;
+    match open.get(uri).cloned() {
+        Some((version, old)) if !changed && old == *text => Ok((version, seq, false)),
+        Some((version, _)) => {
+            let version = version.saturating_add(1);
+            open.insert(uri.to_owned(), (version, Arc::clone(text)));
+            client
+                .notify(
+                    "textDocument/didChange",
+                    json!({
+                        "textDocument": {"uri": uri, "version": version},
+                        "contentChanges": [{"text": &**text}]
+                    }),
+                    deadline,
+                )
+                .await?;
+            client
+                .notify(
+                    "textDocument/didSave",
+                    json!({"textDocument": {"uri": uri}, "text": &**text}),
+                    deadline,
+                )
+                .await?;
+            Ok((version, seq, true))
+        }
+        None => {
+            open.insert(uri.to_owned(), (1, Arc::clone(text)));
+            client
+                .notify(
+                    "textDocument/didOpen",
+                    json!({"textDocument": {
+                        "uri": uri, "languageId": language, "version": 1, "text": &**text
+                    }}),
+                    deadline,
+                )
+                .await?;
+            Ok((1, seq, true))
+        }
+    }
+}
+
+/// A file's text, if it is UTF-8 and not too large.
+async fn read_text(path: &Path, limit: u64) -> Result<String, String> {
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|error| format!("cannot read it: {error}"))?;
+    if meta.len() > limit {
+        return Err(format!(
+            "{} is over the {} sent to a language server",
+            human::size(meta.len()),
+            human::size(limit)
+        ));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|error| format!("cannot read it: {error}"))?;
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
+}

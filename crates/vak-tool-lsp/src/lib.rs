@@ -1,0 +1,193 @@
+//! Language-server diagnostics for agents: after every change `edit`, `write` and
+//! `apply_patch` make, and on demand with the `diagnostics` tool.
+//!
+//! The language servers the person already uses (`[lsp]`, [`LspSettings`]; by default the
+//! common ones found on `PATH`) start lazily on the first file of their language, once per
+//! (project root, server), stay warm for the session (their state lives in the call's
+//! [`Session`](vak_tool_core::Session), never in a global) and are shut down with it
+//! (`shutdown`, `exit`, then a kill of the server's process group). A server that stops is
+//! restarted once; after a second stop it is disabled for the session and results say so. A
+//! file with no server gets no diagnostics section, and that is not an error.
+//!
+//! The file tools do not know this crate: [`register`] installs a
+//! [`ChangeObserver`](vak_tool_core::ChangeObserver) on the registry, and a file tool's
+//! [`ToolContext::files_changed`](vak_tool_core::ToolContext::files_changed) reaches it. It
+//! sends each changed file to its servers (`didOpen`, or `didChange` and `didSave`), waits up
+//! to `[lsp] wait_ms` for diagnostics of that very version (debounced), and returns a short
+//! section: errors first, then warnings, `path:line:col: severity [source code]: message`, at
+//! most `max_per_file` per file with a count of the rest, then the new errors of other open
+//! files the change broke. At the deadline a file the server has not reported on says "still
+//! checking". Diagnostics never make a change an error: the change happened.
+//!
+//! Modules: `framing` (the bounded `Content-Length` framing), `client` (one connection: requests,
+//! the server's requests, published diagnostics), `launch` (the one place a server process is
+//! started), `server` (the session's servers: start, restart, disable, stop), `check` (send and
+//! wait), `render` (the section), `settings` (`[lsp]`).
+//!
+//! Hostile servers are bounded: a server that never answers `initialize` counts as stopped after
+//! `start_timeout_ms` (the file tool never waits past `wait_ms`); a message over
+//! `max_message_bytes`, a malformed frame or a non-JSON body ends the connection (counted as a
+//! stop) without being read into memory; a flood of notifications costs time on the reader
+//! task only; a server that hangs on `shutdown` is killed after `shutdown_ms`.
+#![forbid(unsafe_code)]
+
+mod check;
+mod client;
+mod framing;
+mod launch;
+mod render;
+mod server;
+mod settings;
+mod uri;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vak_tool_core::{
+    BoxFuture, Capability, ChangeObserver, PermissionMode, Registry, Tool, ToolContext, ToolError,
+    ToolOutput, human,
+};
+
+use crate::check::Lsp;
+use crate::render::render;
+pub use crate::settings::{LspSettings, ServerSettings};
+
+/// Adds `diagnostics` to a registry and installs the observer that appends diagnostics to the
+/// results of the file tools, with the servers of `settings` (the built-in ones looked up on
+/// the process's `PATH` now). `mode` decides how servers run: as the user in `full-access`,
+/// otherwise only confined (see the `launch` module).
+pub fn register(registry: &mut Registry, settings: &LspSettings, mode: PermissionMode) {
+    let path = std::env::var_os("PATH");
+    let lsp = Arc::new(Lsp {
+        servers: settings.servers(path.as_deref()),
+        settings: settings.clone(),
+        mode,
+    });
+    if !lsp.servers.is_empty() {
+        registry.add_change_observer(Arc::new(Observer(Arc::clone(&lsp))));
+    }
+    registry.register(Diagnostics(lsp));
+}
+
+/// The observer of changed files.
+struct Observer(Arc<Lsp>);
+
+impl ChangeObserver for Observer {
+    fn changed<'a>(
+        &'a self,
+        paths: &'a [PathBuf],
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            if !paths.iter().any(|path| self.0.serves(path)) {
+                return None;
+            }
+            let report = tokio::select! {
+                report = self.0.check(paths, ctx, true) => report,
+                () = ctx.cancel().cancelled() => return None,
+            };
+            render(&report, ctx, self.0.settings.max_per_file)
+        })
+    }
+}
+
+/// Arguments of `diagnostics`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiagnosticsArgs {
+    /// The file to check, relative to the working folder or absolute. Without it: the last
+    /// diagnostics of every file open in a language server this session.
+    path: Option<String>,
+}
+
+/// The `diagnostics` tool.
+struct Diagnostics(Arc<Lsp>);
+
+impl Tool for Diagnostics {
+    type Args = DiagnosticsArgs;
+
+    fn name(&self) -> &str {
+        "diagnostics"
+    }
+
+    fn description(&self) -> String {
+        let names: Vec<&str> = self.0.servers.iter().map(|s| s.name.as_str()).collect();
+        let servers = if names.is_empty() {
+            "none is configured or found on PATH here".to_owned()
+        } else {
+            format!("here: {}", names.join(", "))
+        };
+        format!(
+            "Language-server diagnostics (type errors, warnings) of a file, from the servers \
+             the project uses ({servers}). Give `path` to check one file (it is opened in its \
+             server, and the answer waits up to {wait} for fresh results); without `path`, the \
+             last diagnostics of every file open this session. `edit` and `write` already \
+             append the diagnostics of each change to their result, so call this for a file \
+             you have not changed, or when a result said \"still checking\". Each line is \
+             `path:line:col: severity [source code]: message`, errors first, at most {max} per \
+             file.",
+            wait = human::duration(std::time::Duration::from_millis(self.0.settings.wait_ms)),
+            max = self.0.settings.max_per_file,
+        )
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    fn floor(&self) -> bool {
+        !self.0.servers.is_empty()
+    }
+
+    async fn run(&self, args: DiagnosticsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let lsp = &self.0;
+        if lsp.servers.is_empty() {
+            return Ok(ToolOutput::text(
+                "No language server is configured or found on PATH, so there are no \
+                 diagnostics. Build or run the project's checker with `bash` instead.",
+            ));
+        }
+        let report = match &args.path {
+            Some(given) => {
+                let path = ctx.resolve_path(given)?;
+                if path.is_dir() {
+                    return Err(ToolError::new(format!(
+                        "`{given}` is a folder: give a file, or no path for every open file"
+                    )));
+                }
+                if !path.exists() {
+                    return Err(ToolError::new(format!(
+                        "`{given}` does not exist: give an existing file (`glob` finds files)"
+                    )));
+                }
+                if !lsp.serves(&path) {
+                    let names: Vec<String> = lsp
+                        .servers
+                        .iter()
+                        .map(|s| format!("{} ({})", s.name, s.settings.extensions.join(", ")))
+                        .collect();
+                    return Ok(ToolOutput::text(format!(
+                        "No language server checks `{given}`: the servers here are {}.",
+                        names.join("; ")
+                    )));
+                }
+                tokio::select! {
+                    report = lsp.check(std::slice::from_ref(&path), ctx, false) => report,
+                    () = ctx.cancel().cancelled() => {
+                        return Err(ToolError::new("cancelled before the diagnostics arrived"));
+                    }
+                }
+            }
+            None => lsp.open_files(ctx).await,
+        };
+        Ok(ToolOutput::text(
+            render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
+                "No file is open in a language server yet: give `path`, or change a file with \
+                 `edit` or `write`."
+                    .into()
+            }),
+        ))
+    }
+}

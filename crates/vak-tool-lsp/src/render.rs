@@ -1,0 +1,220 @@
+//! The diagnostics section as the model reads it: per file, errors first, then warnings, each
+//! `path:line:col: severity [source code]: message`, at most N per file and a count of the
+//! rest; then the new errors of other open files; then what happened to the servers.
+
+use std::path::PathBuf;
+
+use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString};
+use vak_tool_core::{ToolContext, human};
+
+/// What was learnt about one file from one server.
+#[derive(Debug, Clone)]
+pub(crate) enum Outcome {
+    /// Diagnostics for the file as it is now (`total` is how many the server sent).
+    Fresh(Vec<Diagnostic>, usize),
+    /// No diagnostics for the file as it is now before the deadline.
+    StillChecking {
+        /// Why, in a few words ("starting", "indexing", …).
+        why: String,
+    },
+}
+
+/// One file's diagnostics from one server.
+#[derive(Debug, Clone)]
+pub(crate) struct FileReport {
+    pub(crate) path: PathBuf,
+    pub(crate) server: String,
+    pub(crate) outcome: Outcome,
+    /// Only the errors are new ones in a file the change did not touch.
+    pub(crate) broken: bool,
+}
+
+/// Everything a call learnt.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Report {
+    pub(crate) files: Vec<FileReport>,
+    /// What happened to the servers (restarted, disabled, not started), one line each.
+    pub(crate) notes: Vec<String>,
+}
+
+fn severity(diagnostic: &Diagnostic) -> DiagnosticSeverity {
+    diagnostic.severity.unwrap_or(DiagnosticSeverity::ERROR)
+}
+
+/// Errors first, then warnings; information and hints are left out.
+pub(crate) fn shown(diagnostics: &[Diagnostic]) -> Vec<&Diagnostic> {
+    let mut shown: Vec<&Diagnostic> = diagnostics
+        .iter()
+        .filter(|d| {
+            matches!(
+                severity(d),
+                DiagnosticSeverity::ERROR | DiagnosticSeverity::WARNING
+            )
+        })
+        .collect();
+    shown.sort_by_key(|d| {
+        (
+            severity(d) != DiagnosticSeverity::ERROR,
+            d.range.start.line,
+            d.range.start.character,
+        )
+    });
+    shown
+}
+
+/// Whether a diagnostic is an error.
+pub(crate) fn is_error(diagnostic: &Diagnostic) -> bool {
+    severity(diagnostic) == DiagnosticSeverity::ERROR
+}
+
+/// One diagnostic's line.
+pub(crate) fn line(path: &str, diagnostic: &Diagnostic) -> String {
+    let word = if is_error(diagnostic) {
+        "error"
+    } else {
+        "warning"
+    };
+    let code = diagnostic.code.as_ref().map(|code| match code {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.clone(),
+    });
+    let tag = match (diagnostic.source.as_deref(), code) {
+        (Some(source), Some(code)) => format!(" [{source} {code}]"),
+        (Some(source), None) => format!(" [{source}]"),
+        (None, Some(code)) => format!(" [{code}]"),
+        (None, None) => String::new(),
+    };
+    let message: String = diagnostic
+        .message
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = if message.chars().count() > 300 {
+        let cut: String = message.chars().take(300).collect();
+        format!("{cut}…")
+    } else {
+        message
+    };
+    format!(
+        "{path}:{}:{}: {word}{tag}: {message}",
+        diagnostic.range.start.line.saturating_add(1),
+        diagnostic.range.start.character.saturating_add(1)
+    )
+}
+
+fn counted(n: usize, one: &str) -> String {
+    human::count(n as u64, one, &format!("{one}s"))
+}
+
+/// The section, or `None` when there is nothing to say.
+pub(crate) fn render(report: &Report, ctx: &ToolContext, max_per_file: usize) -> Option<String> {
+    if report.files.is_empty() && report.notes.is_empty() {
+        return None;
+    }
+    let mut lines = vec!["Diagnostics:".to_owned()];
+    for file in &report.files {
+        let path = ctx.display_path(&file.path);
+        match &file.outcome {
+            Outcome::StillChecking { why } => lines.push(format!(
+                "{path}: still checking ({} {why}; call `diagnostics` with this path later)",
+                file.server
+            )),
+            Outcome::Fresh(diagnostics, total) => {
+                let shown = shown(diagnostics);
+                let errors = shown.iter().filter(|d| is_error(d)).count();
+                let warnings = shown.len() - errors;
+                if file.broken {
+                    lines.push(format!(
+                        "{path}: {} in a file this change broke ({})",
+                        counted(errors, "new error"),
+                        file.server
+                    ));
+                } else if shown.is_empty() {
+                    lines.push(format!("{path}: no problems ({})", file.server));
+                    continue;
+                } else {
+                    lines.push(format!(
+                        "{path}: {}, {} ({})",
+                        counted(errors, "error"),
+                        counted(warnings, "warning"),
+                        file.server
+                    ));
+                }
+                for diagnostic in shown.iter().take(max_per_file) {
+                    lines.push(line(&path, diagnostic));
+                }
+                let hidden = shown.len().saturating_sub(max_per_file)
+                    + total.saturating_sub(diagnostics.len());
+                if hidden > 0 {
+                    let noun = if hidden == 1 {
+                        "diagnostic"
+                    } else {
+                        "diagnostics"
+                    };
+                    lines.push(format!("… {hidden} more {noun} in {path}"));
+                }
+            }
+        }
+    }
+    lines.extend(report.notes.iter().cloned());
+    Some(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use lsp_types::{Position, Range};
+
+    use super::*;
+
+    fn diagnostic(line: u32, severity: DiagnosticSeverity, message: &str) -> Diagnostic {
+        Diagnostic {
+            range: Range::new(Position::new(line, 4), Position::new(line, 9)),
+            severity: Some(severity),
+            code: Some(NumberOrString::String("reportX".into())),
+            source: Some("Pyright".into()),
+            message: message.into(),
+            ..Diagnostic::default()
+        }
+    }
+
+    #[test]
+    fn errors_come_first_and_the_rest_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let diagnostics = vec![
+            diagnostic(0, DiagnosticSeverity::WARNING, "unused\n  import"),
+            diagnostic(5, DiagnosticSeverity::ERROR, "bad type"),
+            diagnostic(2, DiagnosticSeverity::HINT, "hint"),
+            diagnostic(9, DiagnosticSeverity::ERROR, "worse type"),
+        ];
+        let report = Report {
+            files: vec![
+                FileReport {
+                    path: ctx.workspace().join("a.py"),
+                    server: "pyright".into(),
+                    outcome: Outcome::Fresh(diagnostics, 6),
+                    broken: false,
+                },
+                FileReport {
+                    path: ctx.workspace().join("b.py"),
+                    server: "pyright".into(),
+                    outcome: Outcome::Fresh(Vec::new(), 0),
+                    broken: false,
+                },
+            ],
+            notes: vec!["pyright: restarted".into()],
+        };
+        let text = render(&report, &ctx, 2).unwrap();
+        assert_eq!(
+            text,
+            "Diagnostics:\n\
+             a.py: 2 errors, 1 warning (pyright)\n\
+             a.py:6:5: error [Pyright reportX]: bad type\n\
+             a.py:10:5: error [Pyright reportX]: worse type\n\
+             … 3 more diagnostics in a.py\n\
+             b.py: no problems (pyright)\n\
+             pyright: restarted"
+        );
+        assert_eq!(render(&Report::default(), &ctx, 2), None);
+    }
+}

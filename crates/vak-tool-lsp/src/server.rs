@@ -1,0 +1,347 @@
+//! The servers of one session: started lazily per (root, server), kept warm, restarted once
+//! after a crash and disabled after a second, shut down when the session ends.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use vak_tool_core::{PermissionMode, ToolContext};
+
+use crate::client::{Client, wait_until};
+use crate::launch::{kill_group, launch};
+use crate::settings::{LspSettings, Server};
+
+/// Where a server is in its start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// `initialize` is on its way.
+    Starting,
+    /// Initialized: documents may be sent.
+    Ready,
+    /// It failed to start or stopped; why.
+    Failed(String),
+}
+
+/// A running server process and its connection.
+pub(crate) struct Running {
+    pub(crate) client: Client,
+    child: Mutex<Option<tokio::process::Child>>,
+    group: Option<i32>,
+    ready: watch::Receiver<Start>,
+    /// Documents open in it: uri to (version, content).
+    pub(crate) open: tokio::sync::Mutex<HashMap<String, (i32, Arc<str>)>>,
+}
+
+impl Running {
+    fn start(
+        server: &Server,
+        root: &Path,
+        ctx: &ToolContext,
+        mode: PermissionMode,
+        settings: &LspSettings,
+    ) -> Result<Arc<Self>, String> {
+        let launched = launch(&server.settings.command, root, ctx, mode)?;
+        let client = Client::new(launched.stdout, launched.stdin, settings.max_message_bytes);
+        let (ready_tx, ready) = watch::channel(Start::Starting);
+        let running = Arc::new(Self {
+            client,
+            child: Mutex::new(Some(launched.child)),
+            group: launched.group,
+            ready,
+            open: tokio::sync::Mutex::new(HashMap::new()),
+        });
+        let init = Arc::clone(&running);
+        let root_uri = crate::uri::of(root);
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into());
+        let timeout = Duration::from_millis(settings.start_timeout_ms);
+        tokio::spawn(async move {
+            let deadline = Instant::now() + timeout;
+            let params = initialize_params(&root_uri, &name);
+            let outcome = match init.client.request("initialize", params, deadline).await {
+                Ok(_) => init
+                    .client
+                    .notify("initialized", json!({}), deadline)
+                    .await
+                    .map(|()| Start::Ready),
+                Err(why) if why.contains("in time") => Err(format!(
+                    "did not answer `initialize` within {}",
+                    vak_tool_core::human::duration(timeout)
+                )),
+                Err(why) => Err(why),
+            };
+            let state = outcome.unwrap_or_else(|why| {
+                init.client.give_up(why.clone());
+                init.kill();
+                Start::Failed(why)
+            });
+            let _ = ready_tx.send(state);
+        });
+        Ok(running)
+    }
+
+    /// Waits until the server is initialized, has failed, or `deadline` passes.
+    pub(crate) async fn ready(&self, deadline: Instant) -> Start {
+        let mut ready = self.ready.clone();
+        let mut watch = self.client.watch();
+        loop {
+            let now = ready.borrow_and_update().clone();
+            if now != Start::Starting {
+                return now;
+            }
+            if let Some(why) = self.client.dead() {
+                return Start::Failed(why);
+            }
+            tokio::select! {
+                changed = ready.changed() => if changed.is_err() { return Start::Failed("stopped".into()) },
+                _ = watch.changed() => {}
+                () = tokio::time::sleep_until(deadline) => return Start::Starting,
+            }
+        }
+    }
+
+    /// Whether it has stopped, and why.
+    pub(crate) fn dead(&self) -> Option<String> {
+        if let Some(why) = self.client.dead() {
+            return Some(why);
+        }
+        match &*self.ready.borrow() {
+            Start::Failed(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    fn kill(&self) {
+        kill_group(self.group);
+        if let Some(mut child) = self
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = child.start_kill();
+            // Reap it without holding anyone up.
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
+        }
+    }
+
+    /// Stops the server: `shutdown`, `exit`, then a kill at `grace` at the latest. Never
+    /// blocks: without a runtime it is killed at once.
+    pub(crate) fn stop(self: Arc<Self>, grace: Duration) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.kill();
+            return;
+        };
+        handle.spawn(async move {
+            let deadline = Instant::now() + grace;
+            if self.client.dead().is_none() && *self.ready.borrow() == Start::Ready {
+                if self
+                    .client
+                    .request("shutdown", Value::Null, deadline)
+                    .await
+                    .is_ok()
+                {
+                    let _ = self.client.notify("exit", Value::Null, deadline).await;
+                }
+                let child = self
+                    .child
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(mut child) = child {
+                    let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+                    // Whatever it left behind in its group goes too.
+                    kill_group(self.group);
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+            }
+            self.client.give_up("stopped with the session".into());
+            self.kill();
+        });
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // The child itself is killed on drop; what it started in its group goes too.
+        if self
+            .child
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+        {
+            kill_group(self.group);
+        }
+    }
+}
+
+fn initialize_params(root_uri: &str, name: &str) -> Value {
+    json!({
+        "processId": std::process::id(),
+        "clientInfo": {"name": "vak-tools", "version": env!("CARGO_PKG_VERSION")},
+        "rootUri": root_uri,
+        "rootPath": Value::Null,
+        "workspaceFolders": [{"uri": root_uri, "name": name}],
+        "capabilities": {
+            "textDocument": {
+                "synchronization": {"didSave": true, "dynamicRegistration": false},
+                "publishDiagnostics": {
+                    "relatedInformation": false,
+                    "versionSupport": true,
+                    "codeDescriptionSupport": false,
+                    "dataSupport": false
+                }
+            },
+            "workspace": {"configuration": true, "workspaceFolders": true},
+            "window": {"workDoneProgress": true}
+        },
+        "initializationOptions": Value::Null,
+    })
+}
+
+/// A (root, server) pair's state for the session.
+#[derive(Default)]
+pub(crate) struct Slot {
+    state: tokio::sync::Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    running: Option<Arc<Running>>,
+    crashes: u32,
+    disabled: Option<String>,
+}
+
+/// What [`Slot::get`] found.
+pub(crate) enum Got {
+    /// A server to talk to, and what happened on the way (a restart).
+    Server(Arc<Running>, Option<String>),
+    /// No server: why (disabled, or could not start).
+    None(String),
+}
+
+impl Slot {
+    /// The running server, started (or restarted once) if need be.
+    pub(crate) async fn get(
+        &self,
+        server: &Server,
+        root: &Path,
+        ctx: &ToolContext,
+        mode: PermissionMode,
+        settings: &LspSettings,
+    ) -> Got {
+        let mut state = self.state.lock().await;
+        if let Some(why) = &state.disabled {
+            return Got::None(why.clone());
+        }
+        let mut note = None;
+        if let Some(running) = &state.running {
+            match running.dead() {
+                None => return Got::Server(Arc::clone(running), None),
+                Some(why) => {
+                    state.crashes += 1;
+                    let old = state.running.take();
+                    if let Some(old) = old {
+                        old.kill();
+                    }
+                    if state.crashes >= 2 {
+                        let why =
+                            format!("disabled for this session: it stopped twice (last: it {why})");
+                        state.disabled = Some(why.clone());
+                        return Got::None(why);
+                    }
+                    note = Some(format!("restarted: it {why}"));
+                }
+            }
+        }
+        match Running::start(server, root, ctx, mode, settings) {
+            Ok(running) => {
+                state.running = Some(Arc::clone(&running));
+                Got::Server(running, note)
+            }
+            Err(why) => {
+                // A server that cannot start will not start on the next call either.
+                state.disabled = Some(why.clone());
+                Got::None(why)
+            }
+        }
+    }
+
+    /// The running server, if any, without starting one.
+    pub(crate) async fn current(&self) -> Option<Arc<Running>> {
+        self.state.lock().await.running.clone()
+    }
+}
+
+/// The session's servers: what the crate keeps in [`vak_tool_core::Session`].
+#[derive(Default)]
+pub(crate) struct Servers {
+    slots: Mutex<HashMap<(PathBuf, String), Arc<Slot>>>,
+    /// How long a server gets to stop when the session ends.
+    grace: Mutex<Option<Duration>>,
+}
+
+impl Servers {
+    /// The slot of (root, server name).
+    pub(crate) fn slot(&self, root: &Path, name: &str, grace: Duration) -> Arc<Slot> {
+        *self.grace.lock().unwrap_or_else(PoisonError::into_inner) = Some(grace);
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            slots
+                .entry((root.to_path_buf(), name.to_owned()))
+                .or_default(),
+        )
+    }
+
+    /// Every slot, with its root and server name, sorted.
+    pub(crate) fn slots(&self) -> Vec<(PathBuf, String, Arc<Slot>)> {
+        let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = slots
+            .iter()
+            .map(|((root, name), slot)| (root.clone(), name.clone(), Arc::clone(slot)))
+            .collect();
+        all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        all
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let grace = self
+            .grace
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or(Duration::from_secs(2));
+        let slots = std::mem::take(self.slots.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for slot in slots.into_values() {
+            let running = match slot.state.try_lock() {
+                Ok(mut state) => state.running.take(),
+                Err(_) => None,
+            };
+            if let Some(running) = running {
+                running.stop(grace);
+            }
+        }
+    }
+}
+
+/// Waits for `done` on a running server's ticks until `deadline`.
+pub(crate) async fn wait_for(
+    running: &Running,
+    deadline: Instant,
+    done: impl FnMut() -> bool,
+) -> bool {
+    let mut watch = running.client.watch();
+    wait_until(&mut watch, deadline, done).await
+}

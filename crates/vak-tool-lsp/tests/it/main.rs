@@ -1,0 +1,363 @@
+//! The diagnostics observer and tool, driven by a fake language server (`vak-fake-lsp`, in
+//! tests/support) that behaves well or badly on request.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use vak_tool_core::{
+    Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput,
+};
+use vak_tool_lsp::{LspSettings, ServerSettings};
+
+/// Arguments of `put`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PutArgs {
+    /// The file.
+    path: String,
+    /// Its new content.
+    content: String,
+}
+
+/// A file tool the way `write` reports a change: writes, then appends what the observers say.
+struct Put;
+
+impl Tool for Put {
+    type Args = PutArgs;
+    fn name(&self) -> &str {
+        "put"
+    }
+    fn description(&self) -> String {
+        "Writes a file.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::WriteFs]
+    }
+    async fn run(&self, args: PutArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = ctx.resolve_path(&args.path)?;
+        std::fs::write(&path, args.content)?;
+        let mut text = format!("wrote {}", args.path);
+        if let Some(section) = ctx.files_changed(&[path]).await {
+            text.push_str("\n\n");
+            text.push_str(&section);
+        }
+        Ok(ToolOutput::text(text))
+    }
+}
+
+struct Setup {
+    registry: Registry,
+    ctx: ToolContext,
+    dir: tempfile::TempDir,
+}
+
+fn settings(mode: &str, pid_file: &Path) -> LspSettings {
+    let mut server = ServerSettings::default();
+    server.command = vec![
+        env!("CARGO_BIN_EXE_vak-fake-lsp").into(),
+        mode.into(),
+        "--pid-file".into(),
+        pid_file.display().to_string(),
+    ];
+    server.extensions = vec!["fk".into()];
+    let mut settings = LspSettings::default();
+    settings.defaults = false;
+    settings.wait_ms = 10_000;
+    settings.debounce_ms = 50;
+    settings.servers.insert("fake".into(), server);
+    settings
+}
+
+fn setup_with(
+    mode: &str,
+    tweak: impl FnOnce(&mut LspSettings),
+    permission: PermissionMode,
+) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(mode, &dir.path().join("server.pid"));
+    tweak(&mut settings);
+    let mut registry = Registry::new();
+    registry.register(Put);
+    vak_tool_lsp::register(&mut registry, &settings, permission);
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let ctx = ToolContext::new(&workspace).unwrap();
+    Setup { registry, ctx, dir }
+}
+
+fn setup(mode: &str) -> Setup {
+    setup_with(mode, |_| {}, PermissionMode::FullAccess)
+}
+
+impl Setup {
+    async fn put(&self, path: &str, content: &str) -> String {
+        let out = self
+            .registry
+            .call("put", json!({"path": path, "content": content}), &self.ctx)
+            .await;
+        assert!(
+            !out.is_error,
+            "diagnostics never make a change an error: {out:?}"
+        );
+        out.text_content()
+    }
+
+    async fn diagnostics(&self, args: serde_json::Value) -> ToolOutput {
+        self.registry.call("diagnostics", args, &self.ctx).await
+    }
+
+    fn pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.dir.path().join("server.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn wait_gone(pid: i32) -> bool {
+    for _ in 0..200 {
+        if gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_gets_its_errors_first_then_warnings_and_a_fix_clears_them() {
+    let s = setup("normal");
+    let text = s.put("a.fk", "fine\nWARN\nERROR one\n").await;
+    assert_eq!(
+        text,
+        "wrote a.fk\n\nDiagnostics:\n\
+         a.fk: 1 error, 1 warning (fake)\n\
+         a.fk:3:1: error [fake F1]: error here: ERROR one\n\
+         a.fk:2:1: warning [fake F1]: warning here"
+    );
+    let text = s.put("a.fk", "fine\n").await;
+    assert_eq!(text, "wrote a.fk\n\nDiagnostics:\na.fk: no problems (fake)");
+    // A file no server checks gets no section at all.
+    assert_eq!(s.put("notes.txt", "ERROR").await, "wrote notes.txt");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_most_n_per_file_and_a_count_of_the_rest() {
+    let s = setup_with("normal", |s| s.max_per_file = 2, PermissionMode::FullAccess);
+    let text = s.put("a.fk", "ERROR 1\nERROR 2\nERROR 3\nWARN\n").await;
+    assert!(text.contains("a.fk: 3 errors, 1 warning (fake)"), "{text}");
+    assert!(text.contains("a.fk:2:1: error"), "{text}");
+    assert!(!text.contains("a.fk:3:1: error"), "{text}");
+    assert!(text.ends_with("… 2 more diagnostics in a.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_that_breaks_an_open_importer_reports_the_importer() {
+    let s = setup("normal");
+    s.put("lib.fk", "provides:thing\n").await;
+    let text = s.put("main.fk", "needs:thing\n").await;
+    assert!(text.contains("main.fk: no problems"), "{text}");
+    let text = s.put("lib.fk", "provides:other\n").await;
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(
+        text.contains(
+            "main.fk: 1 new error in a file this change broke (fake)\n\
+             main.fk:1:1: error [fake F1]: thing is missing"
+        ),
+        "{text}"
+    );
+    // Errors it already had are not "new".
+    let text = s.put("lib.fk", "provides:other\nWARN\n").await;
+    assert!(!text.contains("main.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_tool_checks_a_file_or_lists_the_open_ones() {
+    let s = setup("normal");
+    let out = s.diagnostics(json!({})).await;
+    assert!(out.text_content().contains("No file is open"), "{out:?}");
+    std::fs::write(s.ctx.workspace().join("b.fk"), "ERROR b\n").unwrap();
+    let out = s.diagnostics(json!({"path": "b.fk"})).await;
+    assert!(!out.is_error);
+    assert_eq!(
+        out.text_content(),
+        "Diagnostics:\nb.fk: 1 error, 0 warnings (fake)\nb.fk:1:1: error [fake F1]: error here: ERROR b"
+    );
+    s.put("a.fk", "WARN\n").await;
+    let out = s.diagnostics(json!({})).await;
+    let text = out.text_content();
+    assert!(text.contains("a.fk: 0 errors, 1 warning (fake)"), "{text}");
+    assert!(text.contains("b.fk: 1 error, 0 warnings (fake)"), "{text}");
+    let out = s.diagnostics(json!({"path": "missing.fk"})).await;
+    assert!(
+        out.is_error && out.text_content().contains("does not exist"),
+        "{out:?}"
+    );
+    std::fs::write(s.ctx.workspace().join("x.txt"), "").unwrap();
+    let out = s.diagnostics(json!({"path": "x.txt"})).await;
+    assert!(!out.is_error);
+    assert!(
+        out.text_content()
+            .contains("No language server checks `x.txt`")
+    );
+    let out = s.diagnostics(json!({"path": "../outside.fk"})).await;
+    assert!(out.is_error, "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_is_on_the_floor_only_when_a_server_is_configured() {
+    let s = setup("normal");
+    assert!(s.registry.spec("diagnostics").unwrap().floor);
+    assert_eq!(
+        s.registry.spec("diagnostics").unwrap().capabilities,
+        [Capability::ReadFs]
+    );
+    let mut registry = Registry::new();
+    let mut none = LspSettings::default();
+    none.defaults = false;
+    vak_tool_lsp::register(&mut registry, &none, PermissionMode::FullAccess);
+    assert!(!registry.spec("diagnostics").unwrap().floor);
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let out = registry.call("diagnostics", json!({}), &ctx).await;
+    assert!(!out.is_error);
+    assert!(
+        out.text_content()
+            .contains("No language server is configured")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_never_answers_initialize_is_bounded_and_given_up() {
+    let s = setup_with(
+        "silent-init",
+        |s| {
+            s.wait_ms = 300;
+            s.start_timeout_ms = 600;
+        },
+        PermissionMode::FullAccess,
+    );
+    let text = s.put("a.fk", "ERROR\n").await;
+    assert!(
+        text.contains("a.fk: still checking (fake was still starting after 300 ms"),
+        "{text}"
+    );
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let text = s.put("a.fk", "ERROR\n").await;
+    assert!(
+        text.contains("fake: restarted: it did not answer `initialize` within 600 ms"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_notifications_does_not_stop_the_diagnostics() {
+    let s = setup_with("flood", |s| s.wait_ms = 60_000, PermissionMode::FullAccess);
+    let text = s.put("a.fk", "ERROR flood\n").await;
+    assert!(
+        text.contains("a.fk:1:1: error [fake F1]: error here: ERROR flood"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_frames_and_huge_messages_stop_the_server_and_say_so() {
+    let s = setup("malformed");
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: stopped: it sent a malformed frame (a header line without a colon"),
+        "{text}"
+    );
+    let s = setup("huge");
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: stopped: it sent a message of 100 MiB (over the 16 MiB cap)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_restarts_once_and_a_second_disables_the_server() {
+    let s = setup("crash");
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: stopped: it closed its output"),
+        "{text}"
+    );
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: restarted: it closed its output"),
+        "{text}"
+    );
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: disabled for this session: it stopped twice"),
+        "{text}"
+    );
+    let text = s.put("a.fk", "x\n").await;
+    assert!(text.contains("disabled for this session"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_never_reports_leaves_the_file_still_checking() {
+    let s = setup_with("slow", |s| s.wait_ms = 300, PermissionMode::FullAccess);
+    let text = s.put("a.fk", "ERROR\n").await;
+    assert!(
+        text.contains("a.fk: still checking (fake had not reported on this version after 300 ms"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_without_versions_are_matched_by_arrival() {
+    let s = setup("noversion");
+    let text = s.put("a.fk", "ERROR v\n").await;
+    assert!(text.contains("a.fk: 1 error, 0 warnings (fake)"), "{text}");
+    let text = s.put("a.fk", "ok\n").await;
+    assert!(text.contains("a.fk: no problems (fake)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_stop_with_the_session_even_when_they_hang_on_shutdown() {
+    for mode in ["normal", "hang-shutdown"] {
+        let s = setup_with(mode, |s| s.shutdown_ms = 300, PermissionMode::FullAccess);
+        s.put("a.fk", "x\n").await;
+        let pid = s.pid().unwrap();
+        assert!(!gone(pid), "{mode}: warm between calls");
+        s.put("b.fk", "x\n").await;
+        assert_eq!(s.pid(), Some(pid), "{mode}: one server for the session");
+        let Setup { registry, ctx, dir } = s;
+        drop(ctx);
+        assert!(
+            wait_gone(pid).await,
+            "{mode}: the server outlived its session"
+        );
+        drop((registry, dir));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn outside_full_access_no_server_runs_unconfined() {
+    let s = setup_with("normal", |_| {}, PermissionMode::WorkspaceWrite);
+    let text = s.put("a.fk", "ERROR\n").await;
+    assert!(
+        text.contains("fake: not started: a language server runs project code"),
+        "{text}"
+    );
+    assert_eq!(s.pid(), None);
+}

@@ -1,0 +1,156 @@
+//! A fake language server for the tests: `vak-fake-lsp MODE [--pid-file PATH]`.
+//!
+//! It answers `initialize`, keeps the open documents, and on every `didOpen`/`didChange`
+//! publishes (with the version) for every open document: an error on each line holding
+//! `ERROR`, a warning on each line holding `WARN`, and an error `X is missing` when a document
+//! says `needs:X` and no open document says `provides:X`. MODE makes it misbehave:
+//! `normal`, `silent-init` (never answers `initialize`), `flood` (100,000 log notifications
+//! before each publish), `malformed` (a broken frame instead of a publish), `huge` (announces
+//! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
+//! `hang-shutdown` (ignores `shutdown` and `exit`), `noversion` (publishes without versions).
+#![allow(clippy::print_stdout, reason = "stdout is the protocol")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+
+use serde_json::{Value, json};
+
+fn read_message(input: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if input.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length:") {
+            length = value.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    input.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+fn write_message(out: &mut impl Write, message: &Value) {
+    let body = message.to_string();
+    let _ = write!(out, "Content-Length: {}\r\n\r\n{body}", body.len());
+    let _ = out.flush();
+}
+
+fn diagnostics(text: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |severity: u8, message: String| {
+            json!({
+                "range": {"start": {"line": n, "character": 0}, "end": {"line": n, "character": 1}},
+                "severity": severity, "source": "fake", "code": "F1", "message": message
+            })
+        };
+        if line.contains("ERROR") {
+            out.push(at(1, format!("error here: {}", line.trim())));
+        }
+        if line.contains("WARN") {
+            out.push(at(2, "warning here".into()));
+        }
+        if let Some(name) = line.split("needs:").nth(1) {
+            let name = name.split_whitespace().next().unwrap_or("");
+            let wanted = format!("provides:{name}");
+            if !docs.values().any(|(_, text)| text.contains(&wanted)) {
+                out.push(at(1, format!("{name} is missing")));
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().cloned().unwrap_or_else(|| "normal".into());
+    if let Some(i) = args.iter().position(|a| a == "--pid-file")
+        && let Some(file) = args.get(i + 1)
+    {
+        let _ = std::fs::write(file, std::process::id().to_string());
+    }
+    let stdin = std::io::stdin();
+    let mut input = BufReader::new(stdin.lock());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut docs: BTreeMap<String, (i64, String)> = BTreeMap::new();
+    while let Some(message) = read_message(&mut input) {
+        let method = message["method"].as_str().unwrap_or("");
+        let id = message.get("id").cloned();
+        match method {
+            "initialize" if mode != "silent-init" => {
+                write_message(
+                    &mut out,
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {"capabilities": {"textDocumentSync": 1}}}),
+                );
+            }
+            "shutdown" if mode != "hang-shutdown" => {
+                write_message(
+                    &mut out,
+                    &json!({"jsonrpc": "2.0", "id": id, "result": null}),
+                );
+            }
+            "exit" if mode != "hang-shutdown" => std::process::exit(0),
+            "textDocument/didOpen" | "textDocument/didChange" => {
+                let doc = &message["params"]["textDocument"];
+                let uri = doc["uri"].as_str().unwrap_or("").to_owned();
+                let version = doc["version"].as_i64().unwrap_or(0);
+                let text = if method == "textDocument/didOpen" {
+                    doc["text"].as_str().unwrap_or("").to_owned()
+                } else {
+                    message["params"]["contentChanges"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                docs.insert(uri, (version, text));
+                match mode.as_str() {
+                    "crash" => std::process::exit(3),
+                    "slow" => continue,
+                    "malformed" => {
+                        let _ = write!(out, "Content-Lenght 12\r\n\r\n{{}}");
+                        let _ = out.flush();
+                        continue;
+                    }
+                    "huge" => {
+                        let _ = write!(out, "Content-Length: 104857600\r\n\r\n");
+                        let chunk = vec![b' '; 1 << 20];
+                        for _ in 0..100 {
+                            if out.write_all(&chunk).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = out.flush();
+                        continue;
+                    }
+                    "flood" => {
+                        for n in 0..100_000 {
+                            write_message(
+                                &mut out,
+                                &json!({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 4, "message": format!("noise {n}")}}),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+                for (uri, (version, text)) in &docs {
+                    let mut params = json!({"uri": uri, "diagnostics": diagnostics(text, &docs)});
+                    if mode != "noversion" {
+                        params["version"] = json!(version);
+                    }
+                    write_message(
+                        &mut out,
+                        &json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
