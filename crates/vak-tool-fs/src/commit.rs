@@ -631,9 +631,11 @@ impl Run {
         }
         for (n, entry) in planned.iter().enumerate() {
             if let Expect::Unchanged(stamp) = entries[n].expect {
-                let now = fs::symlink_metadata(&entry.target)
-                    .or_else(|_| fs::metadata(&entry.target))
-                    .map(|meta| Stamp::of(&meta));
+                let now = match entry.op {
+                    Op::Write => fs::metadata(&entry.target),
+                    Op::Remove => fs::symlink_metadata(&entry.target),
+                }
+                .map(|meta| Stamp::of(&meta));
                 let before = entry.previous.as_ref().map(Stamp::of);
                 if now.ok() != Some(stamp) || before != Some(stamp) {
                     return Err(Stop::Failed(CommitError::Changed {

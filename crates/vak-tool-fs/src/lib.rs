@@ -32,7 +32,10 @@
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
 //! vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "tree", "write"]);
+//! assert_eq!(
+//!     registry.names(),
+//!     ["apply_patch", "edit", "glob", "grep", "read", "tree", "write"]
+//! );
 //! ```
 #![forbid(unsafe_code)]
 
@@ -45,6 +48,7 @@ mod grep;
 mod hash;
 mod line_count;
 mod notebook;
+mod patch;
 mod read;
 mod seen;
 mod settings;
@@ -58,6 +62,7 @@ pub use settings::FsSettings;
 
 /// Adds this crate's tools to a registry, with the limits of `settings`.
 pub fn register(registry: &mut Registry, settings: &FsSettings) {
+    registry.register(patch::ApplyPatchTool::new(settings));
     registry.register(edit::EditTool::new(settings));
     registry.register(glob::Glob::new(settings));
     registry.register(grep::Grep::new(settings));

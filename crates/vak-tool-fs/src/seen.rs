@@ -8,6 +8,7 @@
 //! bounded.
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -17,6 +18,8 @@ use crate::line_count::count_lines;
 
 /// Entries kept, at most.
 const KEPT: usize = 256;
+/// Paths whose last hash is kept, at most.
+const KEPT_PATHS: usize = 4096;
 
 /// Size facts about one content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +51,9 @@ impl Facts {
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
     entries: Mutex<VecDeque<(String, Facts)>>,
+    /// The last hash shown for each path (by `read`, `edit`, `write` or `apply_patch`), oldest
+    /// first: what the model last saw of that file.
+    paths: Mutex<VecDeque<(PathBuf, String)>>,
 }
 
 impl Seen {
@@ -69,6 +75,38 @@ impl Seen {
             entries.pop_front();
         }
         entries.push_back((hash.to_owned(), facts));
+    }
+
+    /// Remembers that the model was last shown the content with this hash at `path`.
+    pub(crate) fn remember_path(&self, path: &Path, hash: &str) {
+        let mut paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = paths.iter().position(|(known, _)| known == path) {
+            paths.remove(index);
+        } else if paths.len() >= KEPT_PATHS {
+            paths.pop_front();
+        }
+        paths.push_back((path.to_path_buf(), hash.to_owned()));
+    }
+
+    /// Forgets what the model was shown at `path` (it wrote the file whole itself).
+    pub(crate) fn forget_path(&self, path: &Path) {
+        let mut paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
+        paths.retain(|(known, _)| known != path);
+    }
+
+    /// The hash the model was last shown for `path`, if this session knows one.
+    pub(crate) fn path_hash(&self, path: &Path) -> Option<String> {
+        let paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
+        paths
+            .iter()
+            .rev()
+            .find(|(known, _)| known == path)
+            .map(|(_, hash)| hash.clone())
+    }
+
+    /// Whether this session has seen the content with this hash (anywhere).
+    pub(crate) fn knows(&self, hash: &str) -> bool {
+        self.recall(hash).is_some()
     }
 
     fn recall(&self, hash: &str) -> Option<Facts> {
@@ -142,6 +180,24 @@ mod tests {
         // Another memory knows nothing of the first one's contents.
         let text = Seen::default().describe_change("feedfacefeedface", b"x", None);
         assert!(text.contains("not known here"), "{text}");
+    }
+
+    #[test]
+    fn the_last_hash_of_each_path() {
+        let seen = Seen::default();
+        assert_eq!(seen.path_hash(Path::new("/w/a")), None);
+        seen.remember_path(Path::new("/w/a"), "1111");
+        seen.remember_path(Path::new("/w/b"), "2222");
+        seen.remember_path(Path::new("/w/a"), "3333");
+        assert_eq!(seen.path_hash(Path::new("/w/a")).as_deref(), Some("3333"));
+        assert_eq!(seen.path_hash(Path::new("/w/b")).as_deref(), Some("2222"));
+        seen.forget_path(Path::new("/w/b"));
+        assert_eq!(seen.path_hash(Path::new("/w/b")), None);
+        seen.remember_path(Path::new("/w/b"), "2222");
+        for n in 0..KEPT_PATHS {
+            seen.remember_path(&PathBuf::from(format!("/w/{n}")), "x");
+        }
+        assert_eq!(seen.path_hash(Path::new("/w/b")), None);
     }
 
     #[test]

@@ -179,7 +179,12 @@ impl Tool for WriteTool {
     }
 
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // The model knows what it wrote: no staleness check against an earlier read.
+        let path = ctx.resolve_path(&args.path).ok();
         let text = run(args, ctx, self.settings.write_bytes, self.before_rename).await?;
+        if let Some(path) = path {
+            ctx.session().state::<crate::seen::Seen>().forget_path(&path);
+        }
         Ok(ToolOutput::text(text))
     }
 }

@@ -7,6 +7,7 @@ mod glob;
 mod grep;
 mod image;
 mod notebook;
+mod patch;
 mod pdf;
 mod read;
 mod tree;
