@@ -29,15 +29,15 @@
 //!   future, stops it before anything is written.
 
 mod apply;
-pub(crate) mod closest;
-pub(crate) mod diff;
+mod closest;
+mod diff;
 mod error;
 mod io;
-pub(crate) mod levels;
+mod levels;
 mod line_endings;
 mod line_numbers;
 mod read_prefixes;
-pub(crate) mod regions;
+mod regions;
 mod report;
 
 use std::borrow::Cow;
@@ -57,6 +57,7 @@ use self::report::render;
 use crate::FsSettings;
 use crate::file_kind::{Encoding, SNIFF_BYTES, Sniff, sniff};
 use crate::hash::content_hash;
+#[cfg(feature = "notebook")]
 use crate::notebook;
 use crate::seen::Seen;
 
@@ -79,11 +80,16 @@ fn description(settings: &FsSettings) -> String {
          the edit if the file changed since you read it. The result names the matching level of \
          each edit and the changed lines, shows a unified diff, and ends with the new hash. Files \
          over {limit} (the edit size limit), binary files and text in another encoding \
-         than UTF-8 or UTF-16 are refused. For a Jupyter notebook, give `cell` (the \
-         cell's number or id, as `read` shows them): the edits then apply to that cell's source \
-         and the rest of the JSON stays byte for byte. To create a file or rewrite it whole, \
+         than UTF-8 or UTF-16 are refused.{notebook} To create a file or rewrite it whole, \
          use `write`.",
         limit = human::size(settings.edit_file_bytes),
+        notebook = if cfg!(feature = "notebook") {
+            " For a Jupyter notebook, give `cell` (the cell's number or id, as `read` shows \
+             them): the edits then apply to that cell's source and the rest of the JSON stays \
+             byte for byte."
+        } else {
+            ""
+        },
     )
 }
 
@@ -115,10 +121,12 @@ pub(crate) struct EditArgs {
     expect_hash: Option<String>,
     /// Jupyter notebooks only: the cell whose source the edits change, by its number as `read`
     /// shows it (from 1) or by its id. The rest of the notebook's JSON stays byte for byte.
+    #[cfg(feature = "notebook")]
     cell: Option<CellArg>,
 }
 
 /// A `cell` argument: a number or an id.
+#[cfg(feature = "notebook")]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum CellArg {
@@ -174,6 +182,7 @@ impl Tool for EditTool {
                 .collect(),
             expect_hash: args.expect_hash,
             limit: self.settings.edit_file_bytes,
+            #[cfg(feature = "notebook")]
             cell: args.cell.map(|cell| match cell {
                 CellArg::Number(number) => number.to_string(),
                 CellArg::Id(id) => id,
@@ -209,6 +218,7 @@ pub(crate) struct Request {
     /// The largest file edited.
     pub(crate) limit: u64,
     /// The notebook cell to edit, as given.
+    #[cfg(feature = "notebook")]
     pub(crate) cell: Option<String>,
 }
 
@@ -238,6 +248,7 @@ pub(crate) fn run(
         }
         seen.remember(&actual, &bytes);
     }
+    #[cfg(feature = "notebook")]
     if let Some(cell) = &request.cell {
         return edit_cell(request, cell, &bytes, &stamp, cancel, seen);
     }
@@ -302,7 +313,6 @@ pub(crate) fn run(
     }
     let previous = write(request, &out_bytes, &stamp)?;
     seen.remember(&new_hash, &out_bytes);
-    seen.remember_path(&request.path, &new_hash);
 
     let mut notes: Vec<String> = previous.note().into_iter().collect();
     if cr_lines {
@@ -353,6 +363,7 @@ fn apply_all(
 
 /// Edits the source of one cell of a Jupyter notebook, leaving every other byte of the file as
 /// it was ([`crate::notebook`]).
+#[cfg(feature = "notebook")]
 fn edit_cell(
     request: &Request,
     cell: &str,
@@ -400,7 +411,6 @@ fn edit_cell(
     }
     let previous = write(request, &out, stamp)?;
     seen.remember(&new_hash, &out);
-    seen.remember_path(&request.path, &new_hash);
     let kind = &notebook.cells[index].kind;
     let title = match &notebook.cells[index].id {
         Some(id) => format!("{} cell {} ({kind}, id {id})", request.shown, index + 1),
@@ -442,6 +452,7 @@ mod tests {
             }],
             expect_hash: None,
             limit: u64::MAX,
+            #[cfg(feature = "notebook")]
             cell: None,
         }
     }

@@ -323,6 +323,10 @@ pub(crate) enum ImageKind {
 
 impl ImageKind {
     /// The media type, such as `image/png`.
+    #[cfg_attr(
+        not(feature = "image"),
+        allow(dead_code, reason = "images are sent with the `image` feature only")
+    )]
     pub(crate) fn media_type(self) -> &'static str {
         match self {
             Self::Png => "image/png",

@@ -26,16 +26,25 @@
 //! `file_kind`, `line_count` and `walk`; sizes, counts and durations are written by
 //! [`vak_tool_core::human`].
 //!
+//! # Optional formats
+//!
+//! | feature | default | what `read` (and `edit`) do with it | without it |
+//! | --- | --- | --- | --- |
+//! | `image` | on | PNG, JPEG, GIF and WebP files (and a notebook's image outputs) are checked, fitted and sent as images (`image`, `png`, `zune-jpeg`, `base64`) | an image file is refused as binary, with a note that this build has no image support |
+//! | `pdf` | on | PDF files come back as their text, page by page (`pages`; `lopdf`) | a PDF is refused as binary, with a note that this build has no PDF support; no `pages` parameter |
+//! | `notebook` | on | Jupyter notebooks come back as numbered cells; `edit` takes `cell` | a notebook is read and edited as the JSON text it is; no `cell` parameter |
+//!
+//! Without them the crate reads, writes, edits and searches plain text files, with a much
+//! smaller dependency tree (`cargo xtask tidy` holds it to its budget). The descriptions the
+//! model reads name only the formats the build has.
+//!
 //! Their limits are [`FsSettings`], the `[fs]` section of `.vak/config.toml`, given at
 //! registration; each tool's description is built from them.
 //!
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
 //! vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-//! assert_eq!(
-//!     registry.names(),
-//!     ["apply_patch", "edit", "glob", "grep", "read", "tree", "write"]
-//! );
+//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "tree", "write"]);
 //! ```
 #![forbid(unsafe_code)]
 
@@ -47,8 +56,8 @@ mod glob;
 mod grep;
 mod hash;
 mod line_count;
+#[cfg(feature = "notebook")]
 mod notebook;
-mod patch;
 mod read;
 mod seen;
 mod settings;
@@ -62,7 +71,6 @@ pub use settings::FsSettings;
 
 /// Adds this crate's tools to a registry, with the limits of `settings`.
 pub fn register(registry: &mut Registry, settings: &FsSettings) {
-    registry.register(patch::ApplyPatchTool::new(settings));
     registry.register(edit::EditTool::new(settings));
     registry.register(glob::Glob::new(settings));
     registry.register(grep::Grep::new(settings));

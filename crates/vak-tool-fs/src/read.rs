@@ -23,9 +23,12 @@
 //! - File I/O runs on tokio's blocking pool; dropping the call or cancelling it stops the scan.
 
 mod error;
+#[cfg(feature = "image")]
 mod image;
 mod not_found;
+#[cfg(feature = "notebook")]
 mod notebook;
+#[cfg(feature = "pdf")]
 mod pdf;
 mod render;
 mod scan;
@@ -33,18 +36,22 @@ mod scan;
 use std::fs;
 use std::io::{self, Read};
 use std::path::PathBuf;
+#[cfg(feature = "pdf")]
 use std::sync::Arc;
+#[cfg(feature = "pdf")]
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{
-    CancellationToken, Capability, Content, Tool, ToolContext, ToolError, ToolOutput, human,
+    CancellationToken, Capability, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
 use self::error::ReadError;
+#[cfg(feature = "image")]
 use self::image::{FitLimits, read_image};
 use self::not_found::not_found_hint;
+#[cfg(feature = "pdf")]
 use self::pdf::{PageRange, PdfLimits};
 use self::render::render;
 use crate::FsSettings;
@@ -59,34 +66,51 @@ const CHUNK: usize = 128 * 1024;
 /// From this size on, the hash is computed on a second thread while the scan goes on.
 const PARALLEL_HASH_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The description the model reads, with the limits in force.
+/// The description the model reads, with the limits in force. It names only the formats this
+/// build reads (the crate's `image`, `pdf` and `notebook` features).
 fn description(settings: &FsSettings) -> String {
+    #[cfg_attr(
+        not(any(feature = "image", feature = "pdf", feature = "notebook")),
+        allow(unused_mut, reason = "a build without optional formats adds none")
+    )]
+    let mut formats = String::new();
+    #[cfg(feature = "image")]
+    formats.push_str(&format!(
+        "PNG, JPEG, GIF and WebP files come back as images, checked whole (a damaged one is an \
+         error) and, when larger than {side} px on a side or {sent} of base64, scaled down \
+         (files up to {image}). ",
+        image = human::size(settings.image_bytes),
+        side = human::grouped(u64::from(settings.image_max_side)),
+        sent = human::size(settings.image_max_bytes as u64),
+    ));
+    #[cfg(feature = "pdf")]
+    formats.push_str(&format!(
+        "PDF files (up to {pdf}, {pdf_time} of work) come back as their text, page by page \
+         (`pages` picks a range such as \"3-5\"; a page without text, e.g. a scan, is said to \
+         have none). ",
+        pdf = human::size(settings.pdf_bytes),
+        pdf_time = human::duration(Duration::from_millis(settings.pdf_deadline_ms)),
+    ));
+    #[cfg(feature = "notebook")]
+    formats.push_str(&format!(
+        "Jupyter notebooks (.ipynb, up to {notebook}) come back as numbered cells with their \
+         type, id, source and outputs{images}. ",
+        notebook = human::size(settings.notebook_bytes),
+        images = if cfg!(feature = "image") { " (images as images)" } else { "" },
+    ));
     format!(
         "Reads a file from the workspace. Text comes back as numbered lines in `cat -n` form \
          (line number, a tab, the line), starting at `offset` (1-based, default 1) for up to \
          `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, always \
          between lines. When lines remain, a last line gives the exact total and the `offset` to \
          continue with; a single line too long for a page is cut, with a note on how to see the \
-         rest. PNG, JPEG, GIF and WebP files come back as images, checked \
-         whole (a damaged one is an error) and, when larger than {side} px on a side or {sent} \
-         of base64, scaled down (files up to {image}). PDF files (up to {pdf}, {pdf_time} of work) \
-         come back as their text, page by page (`pages` picks a range such as \"3-5\"; a page \
-         without text, e.g. a scan, is said to have none). Jupyter notebooks (.ipynb, up to \
-         {notebook}) come back as numbered cells with their type, id, source and outputs \
-         (images as images). Binary files \
-         are refused with their size and kind. UTF-16 text (with a byte order mark, or \
-         detected) is decoded; lines that end with a lone CR are lines; other non-UTF-8 bytes \
-         show as U+FFFD; CRLF line endings and a byte order mark are not shown (a note says \
-         they are there). The result ends with \
-         a hash of the whole file that `edit` accepts as `expect_hash`. Read a file before you \
-         edit it; use `glob` to list folders and `grep` to search many files.",
+         rest. {formats}Binary files are refused with their size and kind. UTF-16 text (with a \
+         byte order mark, or detected) is decoded; lines that end with a lone CR are lines; \
+         other non-UTF-8 bytes show as U+FFFD; CRLF line endings and a byte order mark are not \
+         shown (a note says they are there). The result ends with a hash of the whole file that \
+         `edit` accepts as `expect_hash`. Read a file before you edit it; use `glob` to list \
+         folders and `grep` to search many files.",
         page = human::size(settings.read_bytes as u64),
-        image = human::size(settings.image_bytes),
-        side = human::grouped(u64::from(settings.image_max_side)),
-        sent = human::size(settings.image_max_bytes as u64),
-        pdf = human::size(settings.pdf_bytes),
-        notebook = human::size(settings.notebook_bytes),
-        pdf_time = human::duration(Duration::from_millis(settings.pdf_deadline_ms)),
     )
 }
 
@@ -106,10 +130,12 @@ pub(crate) struct ReadArgs {
     limit: Option<i64>,
     /// PDF files only: the pages to read, such as "3", "3-5" or "3-" (to the end). Without it,
     /// pages are read from the first until the text fills a page of output.
+    #[cfg(feature = "pdf")]
     pages: Option<Pages>,
 }
 
 /// A `pages` argument: a range as text, or one page number.
+#[cfg(feature = "pdf")]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum Pages {
@@ -119,6 +145,7 @@ enum Pages {
     Range(String),
 }
 
+#[cfg(feature = "pdf")]
 impl Pages {
     fn text(&self) -> String {
         match self {
@@ -171,16 +198,22 @@ struct Request {
     /// The most bytes a page may take.
     page_bytes: usize,
     /// The largest image file read.
+    #[cfg(feature = "image")]
     image_file_bytes: u64,
     /// What an image is fitted to.
+    #[cfg(feature = "image")]
     image: FitLimits,
     /// The pages of a PDF asked for, and the text given.
+    #[cfg(feature = "pdf")]
     pages: Option<(PageRange, String)>,
     /// The largest PDF read.
+    #[cfg(feature = "pdf")]
     pdf_bytes: u64,
     /// The largest notebook shown as cells.
+    #[cfg(feature = "notebook")]
     notebook_bytes: u64,
     /// The limits of a PDF's extraction.
+    #[cfg(feature = "pdf")]
     pdf: PdfLimits,
 }
 
@@ -199,6 +232,7 @@ async fn run(
         Some(limit) if limit >= 1 => limit as u64,
         Some(limit) => return Err(ReadError::Limit { limit }),
     };
+    #[cfg(feature = "pdf")]
     let pages = match &args.pages {
         None => None,
         Some(pages) => {
@@ -216,15 +250,21 @@ async fn run(
         offset,
         limit,
         page_bytes: settings.read_bytes,
+        #[cfg(feature = "image")]
         image_file_bytes: settings.image_bytes,
+        #[cfg(feature = "image")]
         image: FitLimits {
             max_side: settings.image_max_side,
             max_base64: settings.image_max_bytes,
             decode_bytes: settings.image_decode_bytes,
         },
+        #[cfg(feature = "pdf")]
         pages,
+        #[cfg(feature = "pdf")]
         pdf_bytes: settings.pdf_bytes,
+        #[cfg(feature = "notebook")]
         notebook_bytes: settings.notebook_bytes,
+        #[cfg(feature = "pdf")]
         pdf: PdfLimits {
             stream_bytes: settings.pdf_stream_bytes,
             deadline: Duration::from_millis(settings.pdf_deadline_ms),
@@ -280,14 +320,34 @@ fn read_file(
         .map_err(io_error)?;
 
     if file_kind::is_pdf(&start) {
+        #[cfg(feature = "pdf")]
         return read_pdf(request, start, file, meta.len(), cancel);
+        #[cfg(not(feature = "pdf"))]
+        return Err(ReadError::NotBuilt {
+            path: shown(),
+            what: "a PDF document".to_owned(),
+            bytes: meta.len(),
+            feature: "pdf",
+            instead: "extract its text with `bash` (for example `pdftotext -f 1 -l 5 FILE -`)",
+        });
     }
+    #[cfg(feature = "pdf")]
     if request.pages.is_some() {
         return Err(ReadError::PagesNotPdf { path: shown() });
     }
     if let Some(kind) = file_kind::image_kind(&start) {
+        #[cfg(feature = "image")]
         return read_image(request, kind, start, file, meta.len());
+        #[cfg(not(feature = "image"))]
+        return Err(ReadError::NotBuilt {
+            path: shown(),
+            what: format!("a {} image", kind.name()),
+            bytes: meta.len(),
+            feature: "image",
+            instead: "inspect it with `bash` (for example `file` or `identify`)",
+        });
     }
+    #[cfg(feature = "notebook")]
     if crate::notebook::is_notebook_path(&request.path) && meta.len() <= request.notebook_bytes {
         // The whole notebook, taken from the file (which is then at its end).
         (&mut file)
@@ -377,7 +437,6 @@ fn read_file(
     }
     // So that a stale `expect_hash` from this read can say how much the file changed since.
     seen.remember_size(&page.hash, page.bytes, page.total_lines);
-    seen.remember_path(&request.path, &page.hash);
     if page.total_lines == 0 {
         let what = if page.bom {
             "is empty apart from a UTF-8 byte order mark"
@@ -407,6 +466,7 @@ fn read_file(
 
 /// A notebook: its cells and outputs as text, paged like a text file, and the images of the
 /// outputs on the page.
+#[cfg(feature = "notebook")]
 fn read_notebook(
     request: &Request,
     notebook: &crate::notebook::Notebook,
@@ -422,17 +482,21 @@ fn read_notebook(
         cancel,
     )?;
     let last = page.first + page.lines.len() as u64 - 1;
-    let mut content = vec![Content::text(shown_text)];
+    let mut content = vec![vak_tool_core::Content::text(shown_text)];
+    #[cfg(feature = "image")]
     content.extend(notebook::image_blocks(
         &images,
         page.first,
         last,
         request.image,
     ));
+    #[cfg(not(feature = "image"))]
+    content.extend(notebook::images_not_built(&images, page.first, last));
     Ok(ToolOutput::from_content(content, false))
 }
 
 /// A PDF: its text, page by page, paged like a text file.
+#[cfg(feature = "pdf")]
 fn read_pdf(
     request: &Request,
     start: Vec<u8>,
@@ -478,6 +542,7 @@ fn read_pdf(
 
 /// A page of a text made in memory from a file (a notebook's cells, a PDF's pages), paged like
 /// a text file; the hash and size are the file's own. Returns the page and its rendering.
+#[cfg(any(feature = "pdf", feature = "notebook"))]
 fn page_of_text(
     request: &Request,
     text: String,

@@ -81,6 +81,7 @@ pub(crate) enum EditError {
         line: usize,
     },
     /// `cell` names no cell, or the file is not a notebook.
+    #[cfg(feature = "notebook")]
     #[error("cannot edit cell {cell:?} of {path}: {reason}. Nothing was written.")]
     Cell {
         /// The path as shown.

@@ -107,6 +107,7 @@ mod tests {
             edits: Vec::new(),
             expect_hash: None,
             limit: u64::MAX,
+            #[cfg(feature = "notebook")]
             cell: None,
         }
     }

@@ -5,9 +5,13 @@ use std::io;
 use vak_tool_core::{PathError, human};
 
 use super::DEFAULT_LIMIT;
+#[cfg(feature = "image")]
 use super::image::Problem;
+#[cfg(feature = "pdf")]
 use super::pdf::PdfError;
-use crate::file_kind::{Encoding, ImageKind};
+use crate::file_kind::Encoding;
+#[cfg(feature = "image")]
+use crate::file_kind::ImageKind;
 
 /// Why a read failed. Each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +86,31 @@ pub(crate) enum ReadError {
         /// Where a NUL was found past the first bytes, and the file's encoding.
         nul: Option<(u64, Encoding)>,
     },
+    /// A format this build was compiled without (a cargo feature of the crate is off).
+    #[error(
+        "`{path}` is {what} ({size}), and this build of the tools was compiled without support \
+         for that format (the `{feature}` feature of vak-tool-fs is off), so read does not show \
+         it. Instead, {instead}.",
+        size = human::size(*bytes),
+    )]
+    #[cfg_attr(
+        all(feature = "image", feature = "pdf"),
+        allow(dead_code, reason = "built only without a format")
+    )]
+    NotBuilt {
+        /// The path as shown.
+        path: String,
+        /// What the file is, with its article: `a PNG image`.
+        what: String,
+        /// Its size.
+        bytes: u64,
+        /// The feature that would read it.
+        feature: &'static str,
+        /// What to do instead.
+        instead: &'static str,
+    },
     /// An image file over the image file limit.
+    #[cfg(feature = "image")]
     #[error(
         "`{path}` is a {kind} image{pixels} of {size}, over the {limit} limit for image files. \
          Make a smaller copy (for example with ImageMagick: `convert '{path}' -resize 50% \
@@ -105,6 +133,7 @@ pub(crate) enum ReadError {
         limit: u64,
     },
     /// The magic bytes say image, but it cannot be sent as one.
+    #[cfg(feature = "image")]
     #[error("{}", image_problem(path, *kind, *bytes, problem))]
     Image {
         /// The path as shown.
@@ -117,6 +146,7 @@ pub(crate) enum ReadError {
         problem: Problem,
     },
     /// `pages` does not parse.
+    #[cfg(feature = "pdf")]
     #[error(
         "pages={pages:?} is not a page range: give one page (\"3\"), a range (\"3-5\") or a \
          first page to the end (\"3-\"), counting from 1."
@@ -126,6 +156,7 @@ pub(crate) enum ReadError {
         pages: String,
     },
     /// `pages` for a file that is not a PDF.
+    #[cfg(feature = "pdf")]
     #[error(
         "`{path}` is not a PDF, so `pages` does not apply: leave it out and use `offset` and \
          `limit` to page through the lines."
@@ -135,6 +166,7 @@ pub(crate) enum ReadError {
         path: String,
     },
     /// A PDF over the PDF limit.
+    #[cfg(feature = "pdf")]
     #[error(
         "`{path}` is a PDF of {size}, over the {limit} limit for PDF files. Extract its text \
          with `bash` instead (for example `pdftotext -f 1 -l 5 '{path}' -`).",
@@ -150,6 +182,7 @@ pub(crate) enum ReadError {
         limit: u64,
     },
     /// The PDF's text could not be extracted.
+    #[cfg(feature = "pdf")]
     #[error(
         "`{path}` is a PDF ({size}), but {error}. {hint}",
         size = human::size(*bytes),
@@ -208,6 +241,7 @@ fn io_hint(error: &io::Error) -> &'static str {
 }
 
 /// Why an image is not sent, and what to do instead.
+#[cfg(feature = "image")]
 fn image_problem(path: &str, kind: ImageKind, bytes: u64, problem: &Problem) -> String {
     let kind = kind.name();
     let size = human::size(bytes);
@@ -250,6 +284,7 @@ fn nul_note(nul: Option<(u64, Encoding)>) -> String {
 }
 
 /// What to do when a PDF's text cannot be extracted.
+#[cfg(feature = "pdf")]
 fn pdf_hint(error: &PdfError) -> &'static str {
     match error {
         PdfError::NoSuchPages { .. } => "Call read again with such a range.",
@@ -266,6 +301,7 @@ fn pdf_hint(error: &PdfError) -> &'static str {
 }
 
 /// What is wrong with an image, in a few words (for an image inside another file).
+#[cfg(all(feature = "image", feature = "notebook"))]
 pub(super) fn problem_words(problem: &Problem) -> String {
     match problem {
         Problem::Damaged(reason) => format!("it is damaged or cut short ({reason})"),

@@ -6,14 +6,18 @@
 
 use std::fmt::Write as _;
 
+#[cfg(feature = "image")]
 use base64::Engine as _;
 use vak_tool_core::{Content, human};
 
+#[cfg(feature = "image")]
 use super::image::{FitLimits, prepare, sent_note};
+#[cfg(feature = "image")]
 use crate::file_kind::image_kind;
 use crate::notebook::Notebook;
 
 /// The most images one read of a notebook sends.
+#[cfg(feature = "image")]
 pub(super) const MAX_IMAGES: usize = 8;
 
 /// The notebook's text view, and each image output with the line (1-based) of its marker.
@@ -95,8 +99,30 @@ pub(super) fn view(notebook: &Notebook) -> (String, Vec<(u64, String, String)>) 
     (text, images)
 }
 
+/// Without the `image` feature: one line saying how many image outputs on lines
+/// `first..=last` this build cannot send.
+#[cfg(not(feature = "image"))]
+pub(super) fn images_not_built(
+    images: &[(u64, String, String)],
+    first: u64,
+    last: u64,
+) -> Option<Content> {
+    let on_page = images
+        .iter()
+        .filter(|(line, _, _)| (first..=last).contains(line))
+        .count();
+    (on_page > 0).then(|| {
+        Content::text(format!(
+            "[{} on these lines not sent: this build of the tools was compiled without image \
+             support (the `image` feature of vak-tool-fs is off)]",
+            human::count(on_page as u64, "image output is", "image outputs are")
+        ))
+    })
+}
+
 /// The image blocks of the outputs whose marker is on lines `first..=last`: each checked and
 /// fitted (a damaged one is a line of text instead), at most [`MAX_IMAGES`].
+#[cfg(feature = "image")]
 pub(super) fn image_blocks(
     images: &[(u64, String, String)],
     first: u64,

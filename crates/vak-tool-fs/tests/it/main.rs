@@ -3,11 +3,14 @@
 
 mod edit;
 mod fidelity;
+mod formats;
 mod glob;
 mod grep;
+#[cfg(feature = "image")]
 mod image;
+#[cfg(all(feature = "notebook", feature = "image"))]
 mod notebook;
-mod patch;
+#[cfg(feature = "pdf")]
 mod pdf;
 mod read;
 mod tree;
