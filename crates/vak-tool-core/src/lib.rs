@@ -67,7 +67,6 @@
 mod args;
 mod context;
 mod dialect;
-pub mod human;
 mod observer;
 mod output;
 mod path;
@@ -91,3 +90,7 @@ pub use tool::{BoxFuture, DynTool, Tool, ToolError};
 
 /// Re-exported so tools and embedders name the same token type.
 pub use tokio_util::sync::CancellationToken;
+
+/// Sizes, durations and counts the way a person says them (the `vak-human` crate): the one
+/// formatter of every text a model reads, so that all tools speak the same units.
+pub use vak_human as human;

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use vak_tool_core::human::{Size, WIDEST_SIZE};
+use vak_human::{Size, WIDEST_SIZE};
 
 use crate::{MARKER_PREFIX, Recall};
 

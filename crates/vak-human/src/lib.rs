@@ -1,6 +1,11 @@
 //! Sizes, durations and counts the way a person says them: the one formatter every tool of the
 //! workspace uses, so that a model never reads "512 bytes" from one tool and "512 B" from
 //! another.
+//!
+//! A crate of its own, without dependencies, so that `vak-window` (which names sizes in its
+//! marker) and `vak-tool-core` (which re-exports it as `vak_tool_core::human`) share it
+//! without the window depending on the tool contract.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 use std::time::Duration;
@@ -10,7 +15,7 @@ use std::time::Duration;
 /// half up (a unit up when the value would read 1024.0), never wider than ten characters.
 ///
 /// ```
-/// use vak_tool_core::human::Size;
+/// use vak_human::Size;
 /// assert_eq!(Size(1023).to_string(), "1023 B");
 /// assert_eq!(Size(1536).to_string(), "1.5 KiB");
 /// assert_eq!(Size(5 * 1024 * 1024).to_string(), "5 MiB");
@@ -55,7 +60,7 @@ pub fn size(bytes: u64) -> String {
 ///
 /// ```
 /// use std::time::Duration;
-/// use vak_tool_core::human::duration;
+/// use vak_human::duration;
 /// assert_eq!(duration(Duration::from_millis(250)), "250 ms");
 /// assert_eq!(duration(Duration::from_millis(1500)), "1.5 s");
 /// assert_eq!(duration(Duration::from_secs(125)), "2 min 5 s");
