@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 const UNSAFE_CRATE: &str = "vak-tool-bash";
 /// The crates that may start processes.
 const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse"];
-/// The crates that may depend on the HTTP stack: the two that fetch, and the MCP library, which
+/// The crates that may depend on the HTTP stack: the guard (its forward proxy), the two that fetch, and the MCP library, which
 /// serves MCP over HTTP (inbound only: clippy's ban on opening connections holds there too).
-const HTTP_CRATES: &[&str] = &["vak-tool-net", "vak-tool-browse", "vak-mcp"];
+const HTTP_CRATES: &[&str] = &["vak-guard", "vak-tool-net", "vak-tool-browse", "vak-mcp"];
 /// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
-const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-tool-net"];
+const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-guard"];
 /// Single files of other crates that may start processes (and allow the spawn methods of
 /// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, in
 /// `full-access` only (ARCHITECTURE.md, invariant 7).
@@ -242,13 +242,18 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
         }
     }
     let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
-    if is_tool_crate || name == "vak-tool-core" || name == "vak-window" {
+    let is_layer_crate = matches!(name, "vak-guard" | "vak-markdown");
+    if is_tool_crate || is_layer_crate || name == "vak-tool-core" || name == "vak-window" {
         let allowed: &[&str] = match name {
             "vak-tool-core" => &[],
             // The window speaks sizes with core's one formatter (`human::Size`).
             "vak-window" => &["vak-tool-core"],
-            // Both put the SSRF guard's forward proxy in front of what they run.
-            "vak-tool-browse" | "vak-tool-bash" => &["vak-tool-core", "vak-tool-net"],
+            // The guard and the HTML converter sit just above core, below the tools that use
+            // them: guard <- net, browse, bash; markdown <- net, browse.
+            "vak-guard" => &["vak-tool-core"],
+            "vak-markdown" => &[],
+            "vak-tool-net" | "vak-tool-browse" => &["vak-tool-core", "vak-guard", "vak-markdown"],
+            "vak-tool-bash" => &["vak-tool-core", "vak-guard"],
             _ => &["vak-tool-core"],
         };
         for dep in deps
@@ -258,7 +263,7 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             if !allowed.contains(&dep.as_str()) {
                 problems.push(format!(
                     "{name} depends on `{dep}`: a tool crate depends on vak-tool-core only \
-                     (browse and bash also on vak-tool-net)"
+                     (net, browse and bash also on vak-guard; net and browse on vak-markdown)"
                 ));
             }
         }

@@ -81,7 +81,7 @@ fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
     vak_tool_bash::register(
         &mut registry,
         &settings,
-        &vak_tool_net::NetSettings::default(),
+        &vak_guard::GuardSettings::default(),
         mode,
     );
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -11,7 +11,7 @@
 //! vak_tool_bash::register(
 //!     &mut registry,
 //!     &vak_tool_bash::BashSettings::default(),
-//!     &vak_tool_net::NetSettings::default(),
+//!     &vak_guard::GuardSettings::default(),
 //!     vak_tool_core::PermissionMode::FullAccess,
 //! );
 //! let workspace = tempfile::tempdir().unwrap();
@@ -61,7 +61,7 @@
 //! sandboxed call starts and that ends with the session: a server a background job started
 //! answers a later command of the same session, and no other session nor the host shares that
 //! loopback. [`Network::Guarded`] (the default): init opens a listener on `127.0.0.1` there and
-//! hands it to the tool, which serves `vak_tool_net::proxy` on it; a loopback destination is
+//! hands it to the tool, which serves `vak_guard::proxy` on it; a loopback destination is
 //! tried on the session's loopback first, and every other request is judged by the SSRF guard
 //! and `[net] allow` exactly like a `webfetch` call. `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`
 //! and their lower-case forms point at the proxy and `NO_PROXY` is removed, so `curl`, `pip`,
@@ -155,9 +155,9 @@ use serde::Deserialize;
 use vak_tool_core::{
     Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
-use vak_tool_net::NetSettings;
-use vak_tool_net::guard::{Guard, Resolver};
-use vak_tool_net::proxy::{GuardDialer, Scope};
+use vak_guard::GuardSettings;
+use vak_guard::{Guard, Resolver};
+use vak_guard::proxy::{GuardDialer, Scope};
 
 pub use crate::env::{DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 use crate::error::BashError;
@@ -208,7 +208,7 @@ impl Default for Bash {
         Self::new(
             BashSettings::default(),
             PermissionMode::default(),
-            &NetSettings::default(),
+            &GuardSettings::default(),
         )
     }
 }
@@ -216,7 +216,7 @@ impl Default for Bash {
 impl Bash {
     /// The tool, running commands with `settings`, sandboxed as `mode` asks (see the crate
     /// docs); in the guarded network mode the proxy judges requests with `net`'s allow list.
-    pub fn new(settings: BashSettings, mode: PermissionMode, net: &NetSettings) -> Self {
+    pub fn new(settings: BashSettings, mode: PermissionMode, net: &GuardSettings) -> Self {
         Self::with_guard(settings, mode, Guard::new(net))
     }
 
@@ -345,7 +345,7 @@ fn request(args: BashArgs, ctx: &ToolContext) -> Result<Request, BashError> {
 pub fn register(
     registry: &mut Registry,
     settings: &BashSettings,
-    net: &NetSettings,
+    net: &GuardSettings,
     mode: PermissionMode,
 ) {
     registry.register(Bash::new(settings.clone(), mode, net));
@@ -397,7 +397,7 @@ mod tests {
             ..BashSettings::default()
         };
         let text =
-            Bash::new(settings, PermissionMode::default(), &NetSettings::default()).description();
+            Bash::new(settings, PermissionMode::default(), &GuardSettings::default()).description();
         assert!(text.contains("`zsh -c`"), "{text}");
         assert!(text.contains("after a 1.5 s grace, SIGKILL"), "{text}");
         assert!(text.contains("first and last 32 KiB"), "{text}");

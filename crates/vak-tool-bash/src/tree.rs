@@ -103,7 +103,7 @@ impl Tree {
     }
 
     /// What the sandbox's proxy refused, in the guarded network mode.
-    pub(crate) fn proxy_report(&self) -> Option<vak_tool_net::proxy::Report> {
+    pub(crate) fn proxy_report(&self) -> Option<vak_guard::proxy::Report> {
         self.control.as_ref()?.report()
     }
 

@@ -19,9 +19,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::json;
+use vak_guard::GuardSettings;
 use vak_tool_browse::BrowseSettings;
 use vak_tool_core::{Registry, ToolContext};
-use vak_tool_net::NetSettings;
 
 fn main() {
     if browser().is_none() {
@@ -106,7 +106,7 @@ fn tool_call(bencher: divan::Bencher<'_, '_>) {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     env.push(("VAK_BROWSER".into(), browser().unwrap().into()));
     let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
-    let net = NetSettings::default().with_allow(["127.0.0.2/32"]);
+    let net = GuardSettings::default().with_allow(["127.0.0.2/32"]);
     let mut registry = Registry::new();
     vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &net);
     let rt = tokio::runtime::Builder::new_multi_thread()

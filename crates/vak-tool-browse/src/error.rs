@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use vak_tool_core::human;
 
-use vak_tool_net::proxy::Blocked;
+use vak_guard::proxy::Blocked;
 
 /// Why a `browse` call produced no page. The `Display` text is what the model reads: it says
 /// what went wrong and what to try instead.

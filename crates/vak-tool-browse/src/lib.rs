@@ -1,5 +1,5 @@
 //! The `browse` tool: a page rendered by a local headless Chrome-family browser, with every
-//! request the browser makes screened by the SSRF guard of `vak-tool-net`.
+//! request the browser makes screened by the SSRF guard of `vak-guard`.
 //!
 //! Some pages exist only after their JavaScript has run. `browse` starts Chromium, Chrome or
 //! Edge with `--dump-dom`, lets timers run (`--virtual-time-budget`), and returns the rendered
@@ -9,12 +9,12 @@
 //! ```
 //! use vak_tool_browse::BrowseSettings;
 //! use vak_tool_core::{Capability, Registry};
-//! use vak_tool_net::NetSettings;
+//! use vak_guard::GuardSettings;
 //!
 //! let mut registry = Registry::new();
 //! // No `[browse] browser` configured: `VAK_BROWSER` and PATH are consulted per call. The
-//! // `[net]` settings bring the allow list the screening proxy applies.
-//! vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &NetSettings::default());
+//! // guard's settings (`[net] allow`) are what the screening proxy applies.
+//! vak_tool_browse::register(&mut registry, &BrowseSettings::default(), &GuardSettings::default());
 //! let spec = &registry.specs()[0];
 //! assert_eq!(spec.name, "browse");
 //! assert!(spec.has(Capability::Network) && spec.has(Capability::Execute));
@@ -25,9 +25,9 @@
 //! - **Screening every request, not only the target.** Checking the first URL is not enough: a
 //!   page loads images, scripts, `fetch()` calls and WebSockets from anywhere (including
 //!   `169.254.169.254`), and a browser that resolves names itself opens a DNS-rebinding window.
-//!   So each call runs a forward proxy on `127.0.0.1:0` ([`vak_tool_net::proxy`], the one
-//!   `bash`'s sandbox serves too, here following the page's main document and answering refusals
-//!   with a marked HTML page) and points the browser at it with `--proxy-server` and
+//!   So each call runs a forward proxy on `127.0.0.1:0` ([`vak_guard::proxy`], the one
+//!   `bash`'s sandbox serves too, here watched by this crate's `main_document` module, which
+//!   follows the page's main document and answers refusals with a marked HTML page) and points the browser at it with `--proxy-server` and
 //!   `--proxy-bypass-list=<-loopback>` (without it, loopback and link-local addresses bypass the
 //!   proxy). `--host-resolver-rules="MAP *
 //!   ~NOTFOUND, EXCLUDE 127.0.0.1"` leaves the browser unable to resolve any name but the proxy's
@@ -36,8 +36,8 @@
 //!   to end. QUIC is off and WebRTC may not send UDP outside the proxy
 //!   (`--webrtc-ip-handling-policy=disable_non_proxied_udp`). A refused request gets a `403` and
 //!   is listed in the result.
-//! - **`[net] allow` follows the page.** The guard is built from the same `[net]` settings as
-//!   `webfetch`'s ([`register`] takes both sections). When the target itself needed the allow
+//! - **`[net] allow` follows the page.** The guard is built from the same guard settings as
+//!   `webfetch`'s (`[net] allow`; [`register`] takes them next to `[browse]`). When the target itself needed the allow
 //!   list (an intranet page), the page's own requests may use it too; a public page never
 //!   reaches the intranet, not even through a redirect or a script.
 //! - **Discovery is fail-closed.** `VAK_BROWSER`, then `[browse] browser`, then `chromium`,
@@ -72,6 +72,7 @@
 mod discover;
 mod error;
 mod launch;
+mod main_document;
 mod settings;
 mod target;
 mod verdict;
@@ -87,26 +88,25 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::time::Instant;
 use url::Url;
+use vak_guard::proxy::{GuardDialer, Proxy, ProxyOptions, Watch};
+use vak_guard::{Guard, GuardSettings};
+use vak_markdown::{self as markdown, Flavour};
 use vak_tool_core::{
     CancellationToken, Capability, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
-use vak_tool_net::NetSettings;
-use vak_tool_net::guard::Guard;
-use vak_tool_net::markdown::{self, Flavour};
-use vak_tool_net::proxy::{GuardDialer, Proxy, ProxyOptions, Report};
 
 pub use crate::settings::BrowseSettings;
 
 use crate::error::BrowseError;
 use crate::launch::{Launch, VIRTUAL_TIME_BUDGET};
+use crate::main_document::{MainDocument, Report};
 use crate::verdict::{Captured, Evidence};
 
 /// Adds `browse` to a registry: `settings` is its `[browse]` section (the browser, the
-/// deadline, the DOM cap; `VAK_BROWSER` in the call's environment overrides the browser), `net`
-/// the `[net]` section whose allow list the screening proxy's guard applies, as `webfetch`'s
-/// does.
-pub fn register(registry: &mut Registry, settings: &BrowseSettings, net: &NetSettings) {
-    registry.register(Browse::new(settings, net));
+/// deadline, the DOM cap; `VAK_BROWSER` in the call's environment overrides the browser),
+/// `guard` what the screening proxy's guard judges by (`[net] allow`), as `webfetch`'s does.
+pub fn register(registry: &mut Registry, settings: &BrowseSettings, guard: &GuardSettings) {
+    registry.register(Browse::new(settings, guard));
 }
 
 /// How the rendered page is returned.
@@ -135,15 +135,15 @@ struct BrowseArgs {
 /// The `browse` tool.
 struct Browse {
     settings: BrowseSettings,
-    /// Built once from `[net]`: the allow list is parsed here, not per call.
+    /// Built once from `[net] allow`: the list is parsed here, not per call.
     guard: Guard,
 }
 
 impl Browse {
-    fn new(settings: &BrowseSettings, net: &NetSettings) -> Self {
+    fn new(settings: &BrowseSettings, guard: &GuardSettings) -> Self {
         Self {
             settings: settings.clone(),
-            guard: Guard::new(net),
+            guard: Guard::new(guard),
         }
     }
 }
@@ -220,7 +220,9 @@ impl Browse {
         })?;
         let dir = CallDir::create(&scratch)?;
         let dialer = Arc::new(GuardDialer::new(guard.clone(), target.scope()));
-        let proxy = Proxy::start(dialer, ProxyOptions::browser(&target.url))
+        let main = Arc::new(MainDocument::new(&target.url));
+        let options = ProxyOptions::watched(Arc::clone(&main) as Arc<dyn Watch>);
+        let proxy = Proxy::start(dialer, options)
             .await
             .map_err(BrowseError::Proxy)?;
         let proxy_addr = proxy.addr().ok_or_else(|| {
@@ -238,10 +240,10 @@ impl Browse {
             cancel,
         })
         .await?;
-        let report = proxy.report();
+        let report = main.report(proxy.report());
         let captured =
             Captured::read(&files.dom, &files.log, self.settings.body_bytes).unwrap_or_default();
-        let refusal_page = proxy.is_refusal_page(&captured.dom);
+        let refusal_page = main.is_refusal_page(&captured.dom);
         drop(proxy);
         dir.remove().await;
 
@@ -452,7 +454,7 @@ mod tests {
 
     #[test]
     fn the_description_follows_the_settings() {
-        let net = NetSettings::default();
+        let net = GuardSettings::default();
         let default = Browse::new(&BrowseSettings::default(), &net).description();
         let cut = format!("cut at {} of HTML", human::size(512 * 1024));
         assert!(default.contains(&cut), "{default}");
@@ -473,7 +475,7 @@ mod tests {
 
     #[test]
     fn spec_and_schema() {
-        let tool = Browse::new(&BrowseSettings::default(), &NetSettings::default());
+        let tool = Browse::new(&BrowseSettings::default(), &GuardSettings::default());
         let spec = vak_tool_core::DynTool::spec(&tool);
         assert_eq!(spec.name, "browse");
         assert_eq!(

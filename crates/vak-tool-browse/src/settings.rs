@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 
 /// `[browse]` of `.vak/config.toml`: the browser to run and how long and how much one rendering
 /// may take. Every key is optional; a missing key keeps its default. The network policy (`[net]
-/// allow`) is not here: `browse` shares `webfetch`'s
-/// [`NetSettings`](vak_tool_net::NetSettings), given next to these at registration.
+/// allow`) is not here: `browse` shares the guard's
+/// [`GuardSettings`](vak_guard::GuardSettings) with `webfetch`, given next to these at
+/// registration.
 ///
 /// ```
 /// let settings: vak_tool_browse::BrowseSettings =

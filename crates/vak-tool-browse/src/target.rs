@@ -1,8 +1,8 @@
 //! The browse target, checked and vetted by the SSRF guard before anything starts.
 
 use url::Url;
-use vak_tool_net::guard::{Chain, Guard, Refusal};
-use vak_tool_net::proxy::Scope;
+use vak_guard::proxy::Scope;
+use vak_guard::{Chain, Guard, Refusal};
 
 use crate::error::BrowseError;
 
@@ -44,14 +44,14 @@ pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, B
 
 #[cfg(test)]
 mod tests {
-    use vak_tool_net::NetSettings;
-    use vak_tool_net::proxy::{DialError, Dialer as _, GuardDialer};
+    use vak_guard::GuardSettings;
+    use vak_guard::proxy::{DialError, Dialer as _, GuardDialer};
 
     use super::*;
 
     #[tokio::test]
     async fn targets_are_checked_before_launch() {
-        let guard = Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
         assert!(
             check_target(&guard, "http://127.0.0.2:8080/")
                 .await
@@ -75,7 +75,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_allow_list_follows_the_target() {
-        let guard = Guard::new(&NetSettings::default().with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
         let allowed = Url::parse("http://127.0.0.2:8080/x").unwrap();
         // An allowed intranet target: its page may use the allow list, nothing more.
         let intranet = check_target(&guard, "http://127.0.0.2:8080/")

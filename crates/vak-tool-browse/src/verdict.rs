@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::error::BrowseError;
 use crate::launch::Ending;
-use vak_tool_net::proxy::Report;
+use crate::main_document::Report;
 
 /// Bytes read from the end of the DOM file for the `</html>` sentinel.
 const TAIL_BYTES: u64 = 64;
@@ -233,7 +233,7 @@ mod tests {
     use std::process::ExitStatus;
 
     use super::*;
-    use vak_tool_net::proxy::Blocked;
+    use vak_guard::proxy::Blocked;
 
     fn exited(code: i32) -> Ending {
         Ending::Exited(ExitStatus::from_raw(code << 8))

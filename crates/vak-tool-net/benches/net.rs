@@ -6,9 +6,8 @@
 )]
 
 use url::Url;
-use vak_tool_net::NetSettings;
-use vak_tool_net::guard::{Chain, Guard};
-use vak_tool_net::markdown::{html_to_markdown, html_to_text};
+use vak_guard::{Chain, Guard, GuardSettings};
+use vak_markdown::{html_to_markdown, html_to_text};
 
 const PAGE: &str = include_str!("../tests/fixtures/page.html");
 
@@ -30,7 +29,7 @@ fn main() {
 /// All the URLs above through `check_url` (parse, scheme, credentials, port, names, table).
 #[divan::bench(sample_count = 200)]
 fn check_urls(bencher: divan::Bencher<'_, '_>) {
-    let guard = Guard::new(&NetSettings::default().with_allow(["10.0.0.0/8"]));
+    let guard = Guard::new(&GuardSettings::default().with_allow(["10.0.0.0/8"]));
     bencher.bench(|| {
         for url in URLS {
             let _ = divan::black_box(guard.check_url(url, &Chain::new()));

@@ -1,16 +1,11 @@
-//! The `webfetch` tool, and the SSRF guard that every outbound connection of this crate (and of
-//! `vak-tool-browse`) goes through.
+//! The `webfetch` tool: one page of the web, as Markdown, text or the raw body.
 //!
-//! - [`guard`]: parse, screen, resolve once, judge every address, dial only the vetted address,
-//!   check the peer. Public so that `browse` can put it in front of a headless browser; its
-//!   module docs say how a forward proxy should use it.
-//! - [`markdown`]: HTML to Markdown or plain text, with script-like elements dropped and links
-//!   made absolute; also reused by `browse`.
-//! - [`NetSettings`]: the `[net]` section of the configuration: the allow list every guarded
-//!   tool shares, and `webfetch`'s limits.
+//! - [`NetSettings`]: the `[net]` section of the configuration: the guard's policy every guarded
+//!   tool shares ([`vak_guard::GuardSettings`], embedded), and `webfetch`'s limits.
 //! - [`WebFetch`]: the tool. One GET, redirects followed by hand (at most
-//!   [`MAX_REDIRECTS`], each hop screened again in full), one deadline for the whole chain, the
-//!   body capped on *decoded* bytes, text-like content types only.
+//!   [`MAX_REDIRECTS`], each hop screened again in full by the SSRF guard of `vak-guard`), one
+//!   deadline for the whole chain, the body capped on *decoded* bytes, text-like content types
+//!   only; HTML converted by `vak-markdown`.
 //!
 //! # Design choices
 //!
@@ -37,22 +32,9 @@
 //!   quadratic in depth) and flattened again below 256 levels of the tree; conversion runs on its
 //!   own thread with a 64 MiB stack under what is left of the deadline.
 //!
-//! # For browse
-//!
-//! `vak-tool-browse` reuses two things, and both are stable public API:
-//!
-//! - [`guard::Guard`] in its forward proxy: check the target with [`guard::Guard::check_url`] and
-//!   [`guard::Guard::vet`] on a [`guard::Chain::new`]; then dial every proxied request with
-//!   [`guard::Guard::connect`] on a [`guard::Chain::intranet`] if the target was an allowed
-//!   intranet address ([`guard::Vetted::exempted`]), else on a [`guard::Chain::public`]. The page
-//!   load is one chain, started by the target: a public page cannot pull anything from the
-//!   intranet, an intranet page may use what `[net] allow` lists. The [`guard`] module docs spell
-//!   this out.
-//! - [`markdown::convert`] (or the synchronous [`markdown::html_to_markdown`] /
-//!   [`markdown::html_to_text`]) for the rendered DOM.
-//!
-//! Both are built from the same [`NetSettings`] as `webfetch` ([`guard::Guard::new`]), so that
-//! `[net] allow` means the same thing to every tool.
+//! The guard (and the forward proxy `browse` and `bash` serve) live in `vak-guard`, the HTML
+//! converter in `vak-markdown`: `browse` and `bash` depend on those, not on this crate and its
+//! TLS and decompression stacks.
 //!
 //! ```
 //! use vak_tool_core::Registry;
@@ -65,11 +47,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod depth_cap;
 mod fetch;
-pub mod guard;
-pub mod markdown;
-pub mod proxy;
 mod settings;
 
 pub use fetch::{MAX_REDIRECTS, WebFetch, WebFetchArgs};

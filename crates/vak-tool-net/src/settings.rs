@@ -1,33 +1,34 @@
-//! `[net]` of `.vak/config.toml`: the network policy every guarded tool shares, and `webfetch`'s
+//! `[net]` of `.vak/config.toml`: the guard's policy every guarded tool shares, and `webfetch`'s
 //! limits.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use vak_guard::GuardSettings;
 
-/// `[net]` of `.vak/config.toml`: which private hosts the SSRF guard lets through, and how much
-/// one `webfetch` may read and for how long. Every key is optional; a missing key keeps its
-/// default.
+/// `[net]` of `.vak/config.toml`: which private hosts the SSRF guard lets through (the guard's
+/// own [`GuardSettings`], embedded), and how much one `webfetch` may read and for how long. Every
+/// key is optional; a missing key keeps its default.
 ///
-/// The allow list is the one network policy of the workspace: `webfetch` and `browse` (and any
-/// other tool that dials through [`Guard`](crate::guard::Guard)) are given these settings when
-/// they are registered, so a person lists an intranet host once.
+/// The allow list is the one network policy of the workspace: `webfetch`, `browse` and `bash`'s
+/// proxy (every tool that dials through [`vak_guard::Guard`]) are given the same
+/// [`NetSettings::guard`] when they are registered, so a person lists an intranet host once.
+/// In the file the section stays flat: `allow`, `body_bytes`, `deadline_ms`.
 ///
 /// ```
 /// let settings: vak_tool_net::NetSettings =
 ///     serde_json::from_str(r#"{"allow": ["10.1.0.0/16"], "deadline_ms": 5000}"#).unwrap();
 /// assert_eq!(settings.deadline(), std::time::Duration::from_secs(5));
+/// assert_eq!(settings.guard.allow, ["10.1.0.0/16"]);
 /// assert_eq!(settings.body_bytes, 512 * 1024);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "Keys", into = "Keys")]
 #[non_exhaustive]
 pub struct NetSettings {
-    /// CIDRs (`10.1.0.0/16`, `127.0.0.2/32`), addresses, host names and `*.suffix` names
-    /// exempted from the private-address block, for a user's own intranet (default: none).
-    /// Cloud metadata endpoints stay refused unless an entry names their exact address; an entry
-    /// that cannot be understood exempts nothing and is reported in refusals.
-    pub allow: Vec<String>,
+    /// What the SSRF guard judges by: `allow`, the CIDRs, addresses, host names and `*.suffix`
+    /// names exempted from the private-address block (default: none).
+    pub guard: GuardSettings,
     /// `webfetch`: decoded body bytes kept; a longer body is cut and the cut reported, a larger
     /// `Content-Length` is refused before the body is read (default 512 KiB).
     pub body_bytes: usize,
@@ -36,10 +37,45 @@ pub struct NetSettings {
     pub deadline_ms: u64,
 }
 
+/// The keys of `[net]` as they are written: flat, unknown ones refused.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Keys {
+    allow: Vec<String>,
+    body_bytes: usize,
+    deadline_ms: u64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        NetSettings::default().into()
+    }
+}
+
+impl From<Keys> for NetSettings {
+    fn from(keys: Keys) -> Self {
+        Self {
+            guard: GuardSettings::default().with_allow(keys.allow),
+            body_bytes: keys.body_bytes,
+            deadline_ms: keys.deadline_ms,
+        }
+    }
+}
+
+impl From<NetSettings> for Keys {
+    fn from(settings: NetSettings) -> Self {
+        Self {
+            allow: settings.guard.allow,
+            body_bytes: settings.body_bytes,
+            deadline_ms: settings.deadline_ms,
+        }
+    }
+}
+
 impl Default for NetSettings {
     fn default() -> Self {
         Self {
-            allow: Vec::new(),
+            guard: GuardSettings::default(),
             body_bytes: 512 * 1024,
             deadline_ms: 15_000,
         }
@@ -52,11 +88,11 @@ impl NetSettings {
     ///
     /// ```
     /// let settings = vak_tool_net::NetSettings::default().with_allow(["10.1.0.0/16", "wiki.corp"]);
-    /// assert_eq!(settings.allow, ["10.1.0.0/16", "wiki.corp"]);
+    /// assert_eq!(settings.guard.allow, ["10.1.0.0/16", "wiki.corp"]);
     /// ```
     #[must_use]
     pub fn with_allow(mut self, allow: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.allow = allow.into_iter().map(Into::into).collect();
+        self.guard = self.guard.with_allow(allow);
         self
     }
 
@@ -74,9 +110,23 @@ mod tests {
     fn an_empty_section_is_the_default_and_unknown_keys_are_refused() {
         let empty: NetSettings = serde_json::from_str("{}").unwrap();
         assert_eq!(empty, NetSettings::default());
-        assert!(empty.allow.is_empty());
+        assert!(empty.guard.allow.is_empty());
         assert_eq!(empty.deadline(), Duration::from_secs(15));
         let error = serde_json::from_str::<NetSettings>(r#"{"deadline": 5}"#).unwrap_err();
         assert!(error.to_string().contains("unknown field"), "{error}");
+    }
+
+    #[test]
+    fn the_section_stays_flat_both_ways() {
+        let settings: NetSettings =
+            serde_json::from_str(r#"{"allow": ["wiki.corp"], "body_bytes": 7}"#).unwrap();
+        assert_eq!(settings.guard.allow, ["wiki.corp"]);
+        assert_eq!(settings.body_bytes, 7);
+        assert_eq!(settings.deadline_ms, 15_000);
+        let written = serde_json::to_value(&settings).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({"allow": ["wiki.corp"], "body_bytes": 7, "deadline_ms": 15000})
+        );
     }
 }

@@ -58,11 +58,17 @@ pub struct Config {
     #[cfg(not(feature = "bash"))]
     #[serde(skip_serializing)]
     bash: Uncompiled,
-    /// `[net]`: the network policy (`allow`) and `webfetch`'s limits. The allow list reaches
-    /// every tool that goes through the SSRF guard from here: `webfetch`, `browse`, and the
-    /// guarded proxy of `bash`'s sandbox (so it is here with either feature).
-    #[cfg(any(feature = "net", feature = "bash"))]
+    /// `[net]`: the network policy (`allow`, the guard's part) and `webfetch`'s limits. The
+    /// guard's part reaches every tool that goes through the SSRF guard from here
+    /// ([`Config::guard`]): `webfetch`, `browse`, and the guarded proxy of `bash`'s sandbox.
+    #[cfg(feature = "net")]
     pub net: vak_tool_net::NetSettings,
+    /// `[net]` in a build with `bash` but without `net`: the guard's settings (`allow`), which
+    /// `bash`'s proxy judges by. `webfetch`'s keys (`body_bytes`, `deadline_ms`) are checked as
+    /// in a build with `net`, then ignored.
+    #[cfg(all(feature = "bash", not(feature = "net")))]
+    #[serde(deserialize_with = "guard_of_net_section")]
+    pub net: vak_guard::GuardSettings,
     #[cfg(not(any(feature = "net", feature = "bash")))]
     #[serde(skip_serializing)]
     net: Uncompiled,
@@ -84,6 +90,25 @@ pub struct Config {
     #[cfg(not(feature = "mcp"))]
     #[serde(skip_serializing)]
     mcp: Uncompiled,
+}
+
+/// `[net]` read for its guard's part: the same keys as `vak_tool_net::NetSettings`, unknown
+/// ones refused, so a file means the same with or without the `net` feature.
+#[cfg(all(feature = "bash", not(feature = "net")))]
+fn guard_of_net_section<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<vak_guard::GuardSettings, D::Error> {
+    #[derive(Default, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    struct Keys {
+        allow: Vec<String>,
+        #[allow(dead_code, reason = "checked, used only by webfetch")]
+        body_bytes: Option<usize>,
+        #[allow(dead_code, reason = "checked, used only by webfetch")]
+        deadline_ms: Option<u64>,
+    }
+    let keys = Keys::deserialize(deserializer)?;
+    Ok(vak_guard::GuardSettings::default().with_allow(keys.allow))
 }
 
 /// The section of a tool this build does not compile in: accepted, kept for the one check that
@@ -172,6 +197,16 @@ impl Config {
         Ok(config)
     }
 
+    /// What the SSRF guard judges by (`[net] allow`), as `registry` hands it to `webfetch`,
+    /// `browse` and `bash`'s proxy.
+    #[cfg(any(feature = "net", feature = "bash"))]
+    pub fn guard(&self) -> &vak_guard::GuardSettings {
+        #[cfg(feature = "net")]
+        return &self.net.guard;
+        #[cfg(not(feature = "net"))]
+        return &self.net;
+    }
+
     /// A tool context for `workspace`: the same as [`ToolContext::new`], since every setting
     /// of the file reaches the tools through [`registry`](crate::registry). Kept so a caller
     /// that loads a configuration builds both from it.
@@ -211,7 +246,7 @@ mod tests {
         assert_eq!(config.permissions.mode, PermissionMode::FullAccess);
         assert_eq!(config.fs.read_bytes, 1000);
         assert_eq!(config.bash.kill_grace_ms, 50);
-        assert_eq!(config.net.allow, ["127.0.0.2/32", "wiki.corp"]);
+        assert_eq!(config.net.guard.allow, ["127.0.0.2/32", "wiki.corp"]);
         assert_eq!(
             config.browse.browser.as_deref(),
             Some(Path::new("/usr/bin/chromium"))
@@ -229,6 +264,24 @@ mod tests {
         assert_eq!(config.mcp.ledger_bytes, 1024);
         assert_eq!(config.mcp.max_body_bytes, 2048);
         assert_eq!(config.mcp.max_calls, 3);
+    }
+
+    /// The same `[net]` text in every build with the guard: `allow` reaches it, webfetch's keys
+    /// are accepted and type-checked, an unknown key is refused.
+    #[cfg(any(feature = "net", feature = "bash"))]
+    #[test]
+    fn the_net_section_gives_the_guard_its_allow_list() {
+        let text = "[net]\nallow = [\"10.1.0.0/16\"]\nbody_bytes = 5\ndeadline_ms = 7\n";
+        let config = Config::from_toml_str(text).unwrap();
+        assert_eq!(config.guard().allow, ["10.1.0.0/16"]);
+        assert_eq!(Config::default().guard().allow, Vec::<String>::new());
+        for (bad, needle) in [
+            ("[net]\nalow = []", "alow"),
+            ("[net]\nbody_bytes = \"big\"", "body_bytes"),
+        ] {
+            let error = Config::from_toml_str(bad).unwrap_err().to_string();
+            assert!(error.contains(needle), "{bad:?}: {error}");
+        }
     }
 
     #[test]

@@ -61,9 +61,14 @@ pub use vak_tool_fs as fs;
 #[cfg(feature = "bash")]
 pub use vak_tool_bash as bash;
 
-/// The `webfetch` tool and the SSRF guard.
+/// The `webfetch` tool.
 #[cfg(feature = "net")]
 pub use vak_tool_net as net;
+
+/// The SSRF guard and the guarded forward proxy that `webfetch`, `browse` and `bash` dial
+/// through.
+#[cfg(any(feature = "bash", feature = "net"))]
+pub use vak_guard as guard;
 
 /// The `browse` tool.
 #[cfg(feature = "browse")]
@@ -90,13 +95,13 @@ pub fn registry(config: &Config) -> Registry {
     vak_tool_bash::register(
         &mut registry,
         &config.bash,
-        &config.net,
+        config.guard(),
         config.permissions.mode,
     );
     #[cfg(feature = "net")]
     vak_tool_net::register(&mut registry, &config.net);
     #[cfg(feature = "browse")]
-    vak_tool_browse::register(&mut registry, &config.browse, &config.net);
+    vak_tool_browse::register(&mut registry, &config.browse, config.guard());
     #[cfg(feature = "commitment")]
     if config.commitment.enabled {
         vak_tool_commitments::register(&mut registry, &config.commitment);

@@ -15,7 +15,7 @@ use rustix::net::{
 };
 use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::UnixStream;
-use vak_tool_net::proxy::{Dialer, Proxy, ProxyOptions, Report};
+use vak_guard::proxy::{Dialer, Proxy, ProxyOptions, Report};
 
 use super::spec::Message;
 use crate::tree::ShellEnd;

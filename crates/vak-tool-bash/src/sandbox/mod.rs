@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use vak_tool_core::{PermissionMode, ToolContext};
-use vak_tool_net::proxy::Dialer;
+use vak_guard::proxy::Dialer;
 
 pub(crate) use control::Control;
 pub(crate) use discover::find_helper;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
 use vak_tool_core::PermissionMode;
-use vak_tool_net::proxy::Report;
+use vak_guard::proxy::Report;
 
 use super::Plan;
 

@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::process::Child;
 use url::Url;
 use vak_tool_core::BoxFuture;
-use vak_tool_net::proxy::{DialError, Dialer};
+use vak_guard::proxy::{DialError, Dialer};
 
 use super::control::{Link, pair};
 use super::spec::{HELPER_ARG, Message};

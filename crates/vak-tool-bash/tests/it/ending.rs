@@ -235,7 +235,7 @@ async fn dropping_the_future_kills_the_tree() {
     vak_tool_bash::register(
         &mut registry,
         &setup.settings,
-        &vak_tool_net::NetSettings::default(),
+        &vak_guard::GuardSettings::default(),
         setup.mode,
     );
     let call = registry.call("bash", json!({"command": command}), &setup.ctx);

@@ -620,7 +620,7 @@ async fn a_long_foreground_call_reports_its_progress() {
     vak_tool_bash::register(
         &mut registry,
         &setup.settings,
-        &vak_tool_net::NetSettings::default(),
+        &vak_guard::GuardSettings::default(),
         setup.mode,
     );
     let call = registry.call(

@@ -14,8 +14,8 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use vak_tool_bash::{Bash, Network};
 use vak_tool_core::{BoxFuture, PermissionMode, Registry, ToolContext};
-use vak_tool_net::NetSettings;
-use vak_tool_net::guard::Resolver;
+use vak_guard::GuardSettings;
+use vak_guard::Resolver;
 
 use crate::support::{Run, Setup, carrying, quick_settings, test_settings};
 
@@ -303,7 +303,7 @@ async fn guarded_network_goes_through_the_guard_and_nowhere_else() {
     let bash = Bash::new(
         test_settings(),
         PermissionMode::WorkspaceWrite,
-        &NetSettings::default(),
+        &GuardSettings::default(),
     )
     .with_resolver(Arc::new(NoSuchHost));
     let command = format!(

@@ -111,7 +111,7 @@ impl Setup {
         vak_tool_bash::register(
             &mut registry,
             &self.settings,
-            &vak_tool_net::NetSettings::default(),
+            &vak_guard::GuardSettings::default(),
             self.mode,
         );
         let out = registry.call(name, args, &self.ctx).await;
@@ -131,7 +131,7 @@ impl Setup {
         vak_tool_bash::register(
             &mut registry,
             &self.settings,
-            &vak_tool_net::NetSettings::default(),
+            &vak_guard::GuardSettings::default(),
             self.mode,
         );
         let out = registry.call("bash", args, ctx).await;

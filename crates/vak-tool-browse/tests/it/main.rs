@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use server::{Counter, Reply, Server};
+use vak_guard::GuardSettings;
 use vak_tool_browse::BrowseSettings;
 use vak_tool_core::{Registry, ToolContext, ToolOutput, human};
-use vak_tool_net::NetSettings;
 
 /// The one test host `[net] allow` makes reachable.
 const TEST_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -63,8 +63,8 @@ struct Setup {
 }
 
 /// `[net]` settings whose allow list names only the test host.
-fn net() -> NetSettings {
-    NetSettings::default().with_allow(["127.0.0.2/32"])
+fn net() -> GuardSettings {
+    GuardSettings::default().with_allow(["127.0.0.2/32"])
 }
 
 /// `[browse]` settings with this deadline, the rest default.
@@ -561,7 +561,7 @@ async fn the_net_allow_list_given_at_registration_reaches_the_guard() {
     vak_tool_browse::register(
         &mut registry,
         &BrowseSettings::default(),
-        &NetSettings::default(),
+        &GuardSettings::default(),
     );
     let text = error_text(&registry.call("browse", url.clone(), &ctx).await);
     assert!(

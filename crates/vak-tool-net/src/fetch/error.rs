@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use vak_tool_core::human;
 
-use crate::guard::Refusal;
-use crate::markdown::ConvertError;
+use vak_guard::Refusal;
+use vak_markdown::ConvertError;
 
 /// A failed fetch. Each message says what happened and what to try instead.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use tokio_rustls::TlsConnector;
 use url::{Host, Position, Url};
 
 use super::error::FetchError;
-use crate::guard::Connection;
+use vak_guard::Connection;
 
 /// `Accept`: Markdown first, then HTML and other text.
 pub(crate) const ACCEPT_VALUE: &str = "text/markdown, text/html;q=0.9, \

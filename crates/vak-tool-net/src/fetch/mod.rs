@@ -19,11 +19,11 @@ use serde::Deserialize;
 use vak_tool_core::{Capability, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use crate::NetSettings;
-use crate::guard::{Chain, Guard, Resolver, host_spelling};
-use crate::markdown::{self, Flavour};
 use body::{Coding, Cut};
 use charset::Mime;
 use error::FetchError;
+use vak_guard::{Chain, Guard, Resolver, host_spelling};
+use vak_markdown::{self as markdown, Flavour};
 
 /// Redirects followed at most; the hop after the last one is refused.
 pub const MAX_REDIRECTS: usize = 3;
@@ -75,7 +75,7 @@ impl WebFetch {
     pub fn new(settings: &NetSettings) -> Self {
         Self {
             settings: settings.clone(),
-            guard: Guard::new(settings),
+            guard: Guard::new(&settings.guard),
             extra_roots: Vec::new(),
         }
     }
@@ -122,12 +122,12 @@ impl Tool for WebFetch {
             deadline = human::duration(settings.deadline()),
             body = human::size(settings.body_bytes as u64),
         );
-        if !settings.allow.is_empty() {
+        if !settings.guard.allow.is_empty() {
             let _ = write!(
                 text,
                 " (except what the configuration allows: {}, and only when the fetch starts \
                  there; a public page cannot redirect into them)",
-                settings.allow.join(", ")
+                settings.guard.allow.join(", ")
             );
         }
         text.push_str(
@@ -469,7 +469,7 @@ mod tests {
         let settings = NetSettings {
             deadline_ms: 2_500,
             body_bytes: 3 * 1024 * 1024,
-            allow: vec!["10.1.0.0/16".into(), "wiki.corp".into()],
+            guard: vak_guard::GuardSettings::default().with_allow(["10.1.0.0/16", "wiki.corp"]),
         };
         let changed = WebFetch::new(&settings).description();
         assert!(changed.contains("2.5 s for the whole fetch"), "{changed}");

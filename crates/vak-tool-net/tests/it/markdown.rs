@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use url::Url;
-use vak_tool_net::markdown::{Flavour, convert, html_to_markdown, html_to_text};
+use vak_markdown::{Flavour, convert, html_to_markdown, html_to_text};
 
 use crate::support::{Reply, Server, context, fetch_with, head_only, limited};
 

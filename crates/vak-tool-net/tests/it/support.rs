@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_rustls::TlsAcceptor;
+use vak_guard::Resolver;
 use vak_tool_core::{BoxFuture, DynTool, ToolContext, ToolOutput};
-use vak_tool_net::guard::Resolver;
 use vak_tool_net::{NetSettings, WebFetch};
 
 /// The address test servers bind; `[net] allow` lists exactly this one.

@@ -1,70 +1,5 @@
-//! The SSRF guard: every outbound connection of `webfetch` (and of `browse`'s proxy) is made
-//! here, and only here.
-//!
-//! A request goes through these steps, in this order, on every hop of a redirect chain:
-//!
-//! 1. [`Guard::check_url`]: parse once with the `url` crate (WHATWG: decimal, octal, hex, short
-//!    and full-width IPv4 spellings all become an IPv4 host; UTS 46 maps names); the scheme must
-//!    be `http` or `https`; no user name or password; no port from the Fetch Standard's bad-port
-//!    list; `localhost` names and cloud metadata names are refused without resolving; an address
-//!    literal is judged at once.
-//! 2. [`Guard::vet`]: resolve a name exactly once through the [`Resolver`], judge **every**
-//!    address against the guard's own table ([`special_range`]) and refuse the whole name when
-//!    any address is refused.
-//! 3. [`Guard::connect`] (which does 1's host rules and 2 itself): connect only to a vetted
-//!    address, then check that the socket's `peer_addr()` is that address before a byte is sent.
-//!
-//! No proxy variable (`HTTP_PROXY`, `ALL_PROXY`, ...) and no `.netrc` is ever consulted: the
-//! guard dials the vetted address itself.
-//!
-//! # `[net] allow` and request chains
-//!
-//! [`NetSettings::allow`](crate::NetSettings::allow) lists CIDRs, addresses, host names and
-//! `*.suffix` names exempted from the special-range block, for a user's own intranet. Cloud
-//! metadata endpoints stay refused unless an entry names that exact address (a `/32` or `/128`,
-//! or the bare address); a wider CIDR or a host name never exempts them. Entries that cannot be
-//! understood exempt nothing.
-//!
-//! The exemption also depends on where a request stands in its [`Chain`]: an allowed private
-//! address is reachable only when the chain *starts* there. A chain from [`Chain::new`] lets its
-//! first hop use the allow list, and its later hops only if the first hop did; so a public page
-//! cannot redirect into the intranet, while an intranet page may redirect within it.
-//!
-//! # For `browse`: using the guard in a forward proxy
-//!
-//! A proxy in front of a headless browser sees a stream of requests (`CONNECT host:port` for
-//! https, absolute-form `GET http://...` for http) that all belong to one page load. The whole
-//! page load is one chain, started by the browse target:
-//!
-//! 1. Before starting the browser, check the target with [`Guard::check_url`] and
-//!    [`Guard::vet`] on a fresh [`Chain::new`]; [`Vetted::exempted`] tells whether the target is
-//!    an allowed intranet address.
-//! 2. For every proxied request, use [`Chain::intranet`] if the target was exempted, otherwise
-//!    [`Chain::public`] (the allow list is never used). A public page therefore cannot reach the
-//!    intranet through a sub-resource, a redirect or a script, and an intranet page can load what
-//!    the user allowed.
-//! 3. Dial every request with [`Guard::connect`] (`CONNECT`: the host and port of the request
-//!    line; absolute-form: [`Guard::check_url`] on the URL first, then
-//!    [`Guard::connect_url`]). Never dial anything the browser names without the guard; relay
-//!    bytes only over the returned [`Connection::stream`]. Turn a [`Refusal`] into a `403` whose
-//!    body is the refusal's `Display` text, and keep the first one for the tool's result.
-//! 4. Run each dial under the tool's deadline: the guard has no timeout of its own.
-//!
-//! Build the guard once, from the `[net]` settings the tool was registered with, and share it
-//! (it is cheap to clone): it parses the allow list once.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), vak_tool_net::guard::Refusal> {
-//! use vak_tool_net::NetSettings;
-//! use vak_tool_net::guard::{Chain, Guard};
-//!
-//! let guard = Guard::new(&NetSettings::default().with_allow(["10.1.0.0/16"]));
-//! let mut chain = Chain::new();
-//! let url = guard.check_url("https://example.com/docs", &chain)?;
-//! let connection = guard.connect_url(&url, &mut chain).await?;
-//! assert_eq!(connection.stream.peer_addr().ok(), Some(connection.peer));
-//! # Ok(()) }
-//! ```
+//! The guard itself: [`Guard`], the request [`Chain`], the [`Vetted`] verdict and the
+//! [`Connection`] it dials (the crate docs say how they are used, step by step).
 
 mod policy;
 mod refusal;
@@ -77,7 +12,7 @@ use std::sync::Arc;
 use tokio::net::{TcpSocket, TcpStream};
 use url::{Host, Url};
 
-use crate::NetSettings;
+use crate::GuardSettings;
 
 use policy::AllowList;
 pub use refusal::{Refusal, Rule};
@@ -221,8 +156,8 @@ pub struct Guard {
 
 impl Guard {
     /// A guard with the `[net] allow` list of `settings` (parsed here, once) and the operating
-    /// system's resolver. The guard reads nothing else of the settings.
-    pub fn new(settings: &NetSettings) -> Self {
+    /// system's resolver.
+    pub fn new(settings: &GuardSettings) -> Self {
         Self {
             allow: Arc::new(AllowList::parse(&settings.allow)),
             resolver: Arc::new(SystemResolver),
@@ -576,9 +511,9 @@ fn is_localhost_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
 }
 
-/// The host as written in a URL, for messages: the authority after `//`, without userinfo and
-/// port. Best effort; `None` when there is no `//`.
-pub(crate) fn host_spelling(input: &str) -> Option<String> {
+/// The host as written in a URL, for messages (a redirect's `Location`, say): the authority
+/// after `//`, without userinfo and port. Best effort; `None` when there is no `//`.
+pub fn host_spelling(input: &str) -> Option<String> {
     let input = input.trim();
     let start = input.find("//")? + 2;
     let rest = &input[start..];
@@ -645,10 +580,7 @@ mod tests {
         assert!(chain.may_use_allow());
         assert!(Chain::intranet().may_use_allow());
         // A chain whose first hop was public cannot reach an allowed address afterwards.
-        let guard = Guard::new(&NetSettings {
-            allow: vec!["127.0.0.2/32".into()],
-            ..NetSettings::default()
-        });
+        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
         let mut chain = Chain::new();
         assert!(guard.check_url("http://127.0.0.2/", &chain).is_ok());
         chain.record("http://public.example/".into(), false);

@@ -2,7 +2,7 @@
 //! when the parsed URL is serialised and checked again.
 
 use proptest::prelude::*;
-use vak_tool_net::guard::{Chain, Guard, Rule};
+use vak_guard::{Chain, Guard, Rule};
 
 use crate::support::allowing;
 

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use vak_tool_net::NetSettings;
-use vak_tool_net::guard::{Chain, Guard, Refusal, Rule};
+use vak_guard::{Chain, Guard, GuardSettings, Refusal, Rule};
 
-use crate::support::{Answer, SERVER_IP, Scripted, Server, addrs, allowing, html};
+use crate::support::{Answer, SERVER_IP, Scripted, addrs, allowing, origin};
 
 /// A short name for a verdict: `ok`, or the rule with the range name / address.
 fn verdict(result: &Result<url::Url, Refusal>) -> String {
@@ -204,7 +203,7 @@ const URL_TABLE: &[(&str, &str)] = &[
 
 #[test]
 fn url_table() {
-    let guard = Guard::new(&NetSettings::default());
+    let guard = Guard::new(&GuardSettings::default());
     let mut failures = Vec::new();
     for (url, expected) in URL_TABLE {
         let got = verdict(&guard.check_url(url, &Chain::new()));
@@ -218,7 +217,7 @@ fn url_table() {
 /// The verdict does not change when the parsed URL is serialised and checked again.
 #[test]
 fn verdicts_survive_reserialisation() {
-    let guard = Guard::new(&NetSettings::default());
+    let guard = Guard::new(&GuardSettings::default());
     for (url, _) in URL_TABLE {
         let first = guard.check_url(url, &Chain::new());
         let serialised = match &first {
@@ -237,7 +236,7 @@ fn verdicts_survive_reserialisation() {
 
 #[test]
 fn refusals_name_rule_address_spelling_and_hint() {
-    let guard = Guard::new(&NetSettings::default());
+    let guard = Guard::new(&GuardSettings::default());
     let refusal = guard
         .check_url("http://0x7f.1:8080/admin", &Chain::new())
         .unwrap_err();
@@ -444,7 +443,7 @@ async fn scripted_resolution() {
 /// Paused time: the 100 ms pass at once, and only the caller's timeout can end the lookup.
 #[tokio::test(start_paused = true)]
 async fn a_hanging_resolver_is_bounded_by_the_callers_deadline() {
-    let guard = Guard::new(&NetSettings::default()).with_resolver(Scripted::new([Answer::Hang]));
+    let guard = Guard::new(&GuardSettings::default()).with_resolver(Scripted::new([Answer::Hang]));
     let outcome = tokio::time::timeout(
         Duration::from_millis(100),
         guard.vet("slow.test", &Chain::new()),
@@ -456,7 +455,7 @@ async fn a_hanging_resolver_is_bounded_by_the_callers_deadline() {
 /// What `browse`'s proxy does: dial through the guard, with the chain scope of the session.
 #[tokio::test]
 async fn proxy_style_connects() {
-    let server = Server::start(|_| html("<p>hi</p>")).await;
+    let (server, _) = origin(String::new()).await;
     let guard = Guard::new(&allowing(&[format!("{SERVER_IP}/32")]));
 
     let mut chain = Chain::intranet();
@@ -535,5 +534,5 @@ fn guard_is_clone_send_sync() {
     check::<Guard>();
     check::<Refusal>();
     check::<Chain>();
-    let _ = Arc::new(Guard::new(&NetSettings::default()));
+    let _ = Arc::new(Guard::new(&GuardSettings::default()));
 }

@@ -1,4 +1,6 @@
-//! HTML to Markdown (and to plain text), shared with `browse`.
+//! HTML to Markdown (and to plain text), for the two tools that read web pages: `webfetch`
+//! (vak-tool-net) and `browse` (vak-tool-browse). A crate of its own so that `browse` gets the
+//! converter without webfetch's TLS and decompression stacks.
 //!
 //! Nesting is first capped by a linear pre-pass (html5ever's tree builder is quadratic in
 //! depth); the page is then parsed once with html5ever (through `htmd`) and cleaned up in one iterative pass
@@ -15,6 +17,15 @@
 //! `htmd` (Apache-2.0) then writes the Markdown. The conversion functions are synchronous and
 //! CPU-bound; from async code call [`convert`], which runs them on a dedicated thread with a
 //! large stack under a deadline.
+//!
+//! ```
+//! let base = url::Url::parse("https://example.com/").unwrap();
+//! assert_eq!(vak_markdown::html_to_markdown("<p>Hi <b>there</b></p>", &base), "Hi **there**");
+//! assert_eq!(vak_markdown::html_to_text("<p>Hi</p><p>there</p>"), "Hi\nthere");
+//! ```
+#![forbid(unsafe_code)]
+
+mod depth_cap;
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -101,7 +112,7 @@ pub enum ConvertError {
 ///
 /// ```
 /// use url::Url;
-/// use vak_tool_net::markdown::html_to_markdown;
+/// use vak_markdown::html_to_markdown;
 ///
 /// let base = Url::parse("https://example.com/docs/intro.html").unwrap();
 /// let md = html_to_markdown("<h1>Hi</h1><script>x()</script><a href='next.html'>next</a>", &base);

@@ -137,7 +137,7 @@ impl SpecialRange {
 ///
 /// ```
 /// use std::net::IpAddr;
-/// use vak_tool_net::guard::special_range;
+/// use vak_guard::special_range;
 ///
 /// let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
 /// assert_eq!(special_range(mapped).unwrap().name, "loopback");

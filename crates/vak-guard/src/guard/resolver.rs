@@ -16,8 +16,7 @@ use vak_tool_core::BoxFuture;
 /// use std::net::IpAddr;
 /// use std::sync::Arc;
 /// use vak_tool_core::BoxFuture;
-/// use vak_tool_net::NetSettings;
-/// use vak_tool_net::guard::{Guard, Resolver};
+/// use vak_guard::{Guard, GuardSettings, Resolver};
 ///
 /// #[derive(Debug)]
 /// struct Fixed(IpAddr);
@@ -29,7 +28,7 @@ use vak_tool_core::BoxFuture;
 ///     }
 /// }
 ///
-/// let guard = Guard::new(&NetSettings::default()).with_resolver(Arc::new(Fixed([10, 0, 0, 1].into())));
+/// let guard = Guard::new(&GuardSettings::default()).with_resolver(Arc::new(Fixed([10, 0, 0, 1].into())));
 /// # let _ = guard;
 /// ```
 pub trait Resolver: Send + Sync + fmt::Debug {
