@@ -244,6 +244,32 @@ fn ci() -> Result<(), String> {
         &[],
     )?;
     step(
+        "fs features",
+        &[
+            "hack",
+            "check",
+            "-p",
+            "vak-tool-fs",
+            "--each-feature",
+            "--all-targets",
+        ],
+        &[],
+    )?;
+    step(
+        "fs without formats",
+        &[
+            "nextest",
+            "run",
+            "-p",
+            "vak-tool-fs",
+            "--no-default-features",
+            "--test",
+            "it",
+            "formats",
+        ],
+        &[],
+    )?;
+    step(
         "docs",
         &["doc", "--workspace", "--no-deps", "--all-features"],
         &[("RUSTDOCFLAGS", "-D warnings")],

@@ -65,9 +65,7 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
             unsafe_sites.join(", ")
         ));
     }
-    if let Err(problem) = mcp_budget(root) {
-        problems.push(problem);
-    }
+    problems.extend(over_budget(root));
     if problems.is_empty() {
         Ok(())
     } else {
@@ -75,41 +73,94 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
     }
 }
 
-/// The unique crates the MCP library may pull without its `http` feature (issue 23): a runtime
-/// embeds it for stdio alone.
-const MCP_BUDGET: usize = 120;
+/// How many crates a runtime that takes one piece of the workspace pulls with it (issue 23).
+struct Budget {
+    /// The package.
+    package: &'static str,
+    /// Extra `cargo tree` arguments (features).
+    args: &'static [&'static str],
+    /// The most unique crates (name and version) of `cargo tree -e normal`, itself included.
+    limit: usize,
+    /// What the row measures, for the message.
+    what: &'static str,
+}
 
-/// `cargo tree -e normal -p vak-mcp --no-default-features` within [`MCP_BUDGET`] crates.
-fn mcp_budget(root: &Path) -> Result<(), String> {
+/// The dependency budgets: a new piece a runtime can take alone adds its row.
+const BUDGETS: &[Budget] = &[
+    Budget {
+        package: "vak-window",
+        args: &[],
+        limit: 5,
+        what: "vak-window (pure text windowing)",
+    },
+    Budget {
+        package: "vak-tool-core",
+        args: &[],
+        limit: 40,
+        what: "vak-tool-core (the tool contract)",
+    },
+    Budget {
+        package: "vak-tool-fs",
+        args: &["--no-default-features"],
+        limit: 90,
+        what: "vak-tool-fs without its optional formats (image, pdf, notebook)",
+    },
+    Budget {
+        package: "vak-tool-bash",
+        args: &[],
+        limit: 110,
+        what: "vak-tool-bash",
+    },
+    Budget {
+        package: "vak-mcp",
+        args: &["--no-default-features"],
+        limit: 120,
+        what: "the MCP library without `http` (a runtime embeds it for stdio alone)",
+    },
+];
+
+/// Each [`BUDGETS`] row that `cargo tree -e normal` finds over its limit, as a problem.
+fn over_budget(root: &Path) -> Vec<String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = std::process::Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "tree",
-            "-e",
-            "normal",
-            "-p",
-            "vak-mcp",
-            "--no-default-features",
-        ])
-        .args(["--prefix", "none", "--offline"])
-        .output()
-        .map_err(|error| format!("cannot run cargo tree: {error}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo tree -p vak-mcp failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+    let mut problems = Vec::new();
+    for budget in BUDGETS {
+        let shown = format!(
+            "cargo tree -e normal -p {} {}",
+            budget.package,
+            budget.args.join(" ")
+        );
+        let output = std::process::Command::new(&cargo)
+            .current_dir(root)
+            .args(["tree", "-e", "normal", "-p", budget.package])
+            .args(budget.args)
+            .args(["--prefix", "none", "--offline"])
+            .output();
+        let output = match output {
+            Ok(output) if output.status.success() => output,
+            Ok(output) => {
+                problems.push(format!(
+                    "`{shown}` failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ));
+                continue;
+            }
+            Err(error) => {
+                problems.push(format!("cannot run cargo tree: {error}"));
+                continue;
+            }
+        };
+        let crates = unique_crates(&String::from_utf8_lossy(&output.stdout));
+        if crates > budget.limit {
+            problems.push(format!(
+                "{} pulls {crates} unique crates (`{}`); its budget is {}: keep heavy \
+                 dependencies behind a feature or in another crate",
+                budget.what,
+                shown.trim_end(),
+                budget.limit
+            ));
+        }
     }
-    let crates = unique_crates(&String::from_utf8_lossy(&output.stdout));
-    if crates > MCP_BUDGET {
-        return Err(format!(
-            "vak-mcp without `http` pulls {crates} crates (cargo tree -e normal -p vak-mcp \
-             --no-default-features); its budget is {MCP_BUDGET}: keep heavy dependencies behind \
-             a feature"
-        ));
-    }
-    Ok(())
+    problems
 }
 
 /// The distinct crates (name and version) of a `cargo tree --prefix none` listing.
@@ -243,11 +294,15 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
     }
     let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
     let is_layer_crate = matches!(name, "vak-guard" | "vak-markdown");
-    if is_tool_crate || is_layer_crate || name == "vak-tool-core" || name == "vak-window" {
+    if is_tool_crate
+        || is_layer_crate
+        || matches!(name, "vak-tool-core" | "vak-window" | "vak-human")
+    {
         let allowed: &[&str] = match name {
-            "vak-tool-core" => &[],
-            // The window speaks sizes with core's one formatter (`human::Size`).
-            "vak-window" => &["vak-tool-core"],
+            // Core and the window share the one formatter of sizes (`vak-human`), and
+            // nothing else of the workspace: the window is pure text.
+            "vak-tool-core" | "vak-window" => &["vak-human"],
+            "vak-human" => &[],
             // The guard and the HTML converter sit just above core, below the tools that use
             // them: guard <- net, browse, bash; markdown <- net, browse.
             "vak-guard" => &["vak-tool-core"],
