@@ -11,17 +11,14 @@
 //! 3. At a deadline kill, the output counts only when it ends with a closed `</html>`: the
 //!    browser had finished printing. (Only then: an SVG or XML document has no `</html>`, and a
 //!    browser that exited by itself printed all it had.)
-//! 4. A failed load is an error naming its `ERR_…` code, whichever way this browser version
-//!    says it: Chromium's own network-error page in place of the DOM (148, 150), an empty DOM
-//!    with `Page load failed: net::ERR_…` in the log (156), or both (see [`failed_load`]).
-//! 5. Otherwise success is exit 0 with a non-empty DOM.
+//! 4. Otherwise success is exit 0 with a non-empty DOM. An empty DOM with
+//!    `Page load failed: net::ERR_…` in the log is an error naming that code.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::BrowseError;
-use crate::error_page::net_error_page;
 use crate::launch::Ending;
 use crate::main_document::Report;
 
@@ -141,12 +138,6 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
         });
     }
     let has_dom = !captured.dom.trim().is_empty();
-    if let Some(code) = failed_load(captured) {
-        return Err(BrowseError::LoadFailed {
-            code,
-            blocked: evidence.report.blocked.clone(),
-        });
-    }
     let load_timed_out = evidence.reached_timeout || captured.log.contains("Page load timed out");
     match evidence.ending {
         Ending::Cancelled => Err(BrowseError::Cancelled),
@@ -167,6 +158,12 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
             load_timed_out,
         }),
         Ending::Exited(status) => {
+            if !has_dom && let Some(code) = load_failure(&captured.log) {
+                return Err(BrowseError::LoadFailed {
+                    code,
+                    blocked: evidence.report.blocked.clone(),
+                });
+            }
             let how = match status.code() {
                 Some(0) => "exited normally".to_owned(),
                 Some(code) => format!("exited with status {code}"),
@@ -184,24 +181,6 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
 /// Whether the output ends with a closed `</html>` (whitespace after it allowed).
 pub(crate) fn closes_html(tail: &str) -> bool {
     tail.trim_end().to_ascii_lowercase().ends_with("</html>")
-}
-
-/// The `ERR_…` code of a load that failed, from whichever signal this browser version gives:
-/// its network-error page in place of the DOM (Chromium 148 and 150, which log nothing about
-/// it), or an empty DOM with `Page load failed: net::ERR_…` in the log (156 and later), or both.
-/// A DOM that is not the error page is a page, whatever the log says (a subframe's failure is
-/// not the page's).
-pub(crate) fn failed_load(captured: &Captured) -> Option<String> {
-    let logged = load_failure(&captured.log);
-    if let Some(page) = net_error_page(&captured.dom) {
-        // The page names the code it was rendered for; the log line, when there is one, names
-        // the same. Without either, Chromium's generic code.
-        return Some(page.code.or(logged).unwrap_or_else(|| "ERR_FAILED".to_owned()));
-    }
-    if captured.dom.trim().is_empty() {
-        return logged;
-    }
-    None
 }
 
 /// The `ERR_…` code of `Page load failed: net::ERR_…`, if the log has one.
