@@ -12,6 +12,7 @@ mod jobs;
 mod mcp;
 mod procs;
 mod sandbox;
+mod signals;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
