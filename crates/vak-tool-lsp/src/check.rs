@@ -201,8 +201,10 @@ impl Lsp {
                 }
             }
         }
-        let quiet = Duration::from_millis(self.settings.debounce_ms);
+        let debounce = Duration::from_millis(self.settings.debounce_ms);
+        let quiet = Duration::from_millis(self.settings.quiet_ms);
         for item in &sent {
+            let client = &item.running.client;
             let fresh = |published: &Option<Published>| match published {
                 Some(p) => match p.version {
                     Some(version) => version == item.version,
@@ -210,25 +212,44 @@ impl Lsp {
                 },
                 None => false,
             };
-            let arrived = wait_for(&item.running, deadline, || {
-                fresh(&item.running.client.published(&item.uri))
-                    || item.running.client.dead().is_some()
+            // An unversioned server that has published since the change (for another file)
+            // and had said something about this one before: it may have nothing new to say.
+            let maybe_unchanged = || {
+                !client.versioned()
+                    && client.seq() > item.seq
+                    && client.published(&item.uri).is_some()
+            };
+            wait_for(&item.running, deadline, || {
+                fresh(&client.published(&item.uri)) || client.dead().is_some() || maybe_unchanged()
             })
             .await;
-            if arrived && item.running.client.dead().is_none() {
-                let mut watch = item.running.client.watch();
-                settle(&mut watch, quiet, deadline).await;
+            let mut outcome = None;
+            if client.dead().is_none() {
+                let mut watch = client.watch();
+                if fresh(&client.published(&item.uri)) {
+                    let wait = if client.versioned() { debounce } else { quiet };
+                    settle(&mut watch, wait, deadline).await;
+                } else if maybe_unchanged() {
+                    settle(&mut watch, quiet, deadline).await;
+                    if Instant::now() < deadline
+                        && let Some(p) = client.published(&item.uri)
+                    {
+                        outcome = Some(Outcome::Fresh(p.diagnostics, p.total));
+                    }
+                }
             }
-            let published = item.running.client.published(&item.uri);
-            let outcome = match published {
-                Some(p) if fresh(&Some(p.clone())) => Outcome::Fresh(p.diagnostics, p.total),
+            let outcome = match (outcome, client.published(&item.uri)) {
+                (Some(outcome), _) => outcome,
+                (None, Some(p)) if fresh(&Some(p.clone())) => {
+                    Outcome::Fresh(p.diagnostics, p.total)
+                }
                 _ => {
-                    if let Some(why) = item.running.client.dead() {
+                    if let Some(why) = client.dead() {
                         note(&mut report, format!("{}: stopped: it {why}", item.server));
                         continue;
                     }
                     Outcome::StillChecking {
-                        why: if item.running.client.busy() {
+                        why: if client.busy() {
                             format!("was still indexing after {}", human::duration(wait))
                         } else {
                             format!(

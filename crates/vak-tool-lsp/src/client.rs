@@ -49,6 +49,8 @@ struct Inner {
     /// Work-done progress tokens begun and not yet ended (indexing, say).
     progress: HashSet<String>,
     dead: Option<String>,
+    /// Whether the server says which version its diagnostics are for.
+    versioned: bool,
 }
 
 struct Shared {
@@ -143,6 +145,11 @@ impl Client {
     /// Watches every publish, progress change and death.
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.shared.tick.subscribe()
+    }
+
+    /// Whether the server has said which version its diagnostics are for.
+    pub(crate) fn versioned(&self) -> bool {
+        self.shared.lock().versioned
     }
 
     /// The publish counter now.
@@ -340,6 +347,7 @@ fn notification(method: &str, params: Option<&Value>, shared: &Shared) {
                     return;
                 }
                 inner.seq += 1;
+                inner.versioned |= version.is_some();
                 let seq = inner.seq;
                 inner.published.insert(
                     uri.to_owned(),

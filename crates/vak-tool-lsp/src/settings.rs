@@ -38,6 +38,12 @@ pub struct LspSettings {
     pub wait_ms: u64,
     /// How long a file's diagnostics must stay unchanged before they are reported (150 ms).
     pub debounce_ms: u64,
+    /// The same for a server that does not say which document version its diagnostics are
+    /// for (`typescript-language-server`, which publishes syntax errors and type errors
+    /// separately) (600 ms). Such a server also publishes only diagnostics that changed: when
+    /// it has published for other files since the change and then stayed quiet this long, a
+    /// changed file it said nothing about keeps its last diagnostics.
+    pub quiet_ms: u64,
     /// How long a server may take to answer `initialize` before it counts as crashed
     /// (30000 ms).
     pub start_timeout_ms: u64,
@@ -60,6 +66,7 @@ impl Default for LspSettings {
             defaults: true,
             wait_ms: 3000,
             debounce_ms: 150,
+            quiet_ms: 600,
             start_timeout_ms: 30_000,
             shutdown_ms: 2000,
             max_per_file: 10,

@@ -2,6 +2,8 @@
 //! tests/support) that behaves well or badly on request.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod real;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -41,6 +43,48 @@ impl Tool for Put {
         let path = ctx.resolve_path(&args.path)?;
         std::fs::write(&path, args.content)?;
         let mut text = format!("wrote {}", args.path);
+        if let Some(section) = ctx.files_changed(&[path]).await {
+            text.push_str("\n\n");
+            text.push_str(&section);
+        }
+        Ok(ToolOutput::text(text))
+    }
+}
+
+/// Arguments of `change`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ChangeArgs {
+    /// The file.
+    path: String,
+    /// The text to replace (once).
+    old: String,
+    /// Its replacement.
+    new: String,
+}
+
+/// A file tool the way `edit` reports a change: one replacement, then the observers.
+struct Change;
+
+impl Tool for Change {
+    type Args = ChangeArgs;
+    fn name(&self) -> &str {
+        "change"
+    }
+    fn description(&self) -> String {
+        "Replaces text in a file.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::WriteFs]
+    }
+    async fn run(&self, args: ChangeArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = ctx.resolve_path(&args.path)?;
+        let text = std::fs::read_to_string(&path)?;
+        if !text.contains(&args.old) {
+            return Err(ToolError::new("old text not found"));
+        }
+        std::fs::write(&path, text.replacen(&args.old, &args.new, 1))?;
+        let mut text = format!("changed {}", args.path);
         if let Some(section) = ctx.files_changed(&[path]).await {
             text.push_str("\n\n");
             text.push_str(&section);
@@ -330,6 +374,28 @@ async fn diagnostics_without_versions_are_matched_by_arrival() {
     assert!(text.contains("a.fk: 1 error, 0 warnings (fake)"), "{text}");
     let text = s.put("a.fk", "ok\n").await;
     assert!(text.contains("a.fk: no problems (fake)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_publishes_only_changes_keeps_a_quiet_files_diagnostics() {
+    let s = setup_with(
+        "changes-only",
+        |s| s.wait_ms = 5000,
+        PermissionMode::FullAccess,
+    );
+    s.put("lib.fk", "provides:thing\nWARN\n").await;
+    let text = s.put("main.fk", "needs:thing\n").await;
+    assert!(text.contains("main.fk: no problems"), "{text}");
+    // lib.fk's own diagnostics do not change, so the server says nothing of it.
+    let text = s.put("lib.fk", "provides:other\nWARN\n").await;
+    assert!(
+        text.contains("lib.fk: 0 errors, 1 warning (fake)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("main.fk: 1 new error in a file this change broke (fake)"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

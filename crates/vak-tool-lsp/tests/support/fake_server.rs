@@ -7,7 +7,9 @@
 //! `normal`, `silent-init` (never answers `initialize`), `flood` (100,000 log notifications
 //! before each publish), `malformed` (a broken frame instead of a publish), `huge` (announces
 //! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
-//! `hang-shutdown` (ignores `shutdown` and `exit`), `noversion` (publishes without versions).
+//! `hang-shutdown` (ignores `shutdown` and `exit`), `noversion` (publishes without versions),
+//! `changes-only` (without versions, and only the documents whose diagnostics changed, as
+//! typescript-language-server does).
 #![allow(clippy::print_stdout, reason = "stdout is the protocol")]
 
 use std::collections::BTreeMap;
@@ -80,6 +82,7 @@ fn main() {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut docs: BTreeMap<String, (i64, String)> = BTreeMap::new();
+    let mut last: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     while let Some(message) = read_message(&mut input) {
         let method = message["method"].as_str().unwrap_or("");
         let id = message.get("id").cloned();
@@ -140,8 +143,13 @@ fn main() {
                     _ => {}
                 }
                 for (uri, (version, text)) in &docs {
-                    let mut params = json!({"uri": uri, "diagnostics": diagnostics(text, &docs)});
-                    if mode != "noversion" {
+                    let found = diagnostics(text, &docs);
+                    if mode == "changes-only" && last.get(uri) == Some(&found) {
+                        continue;
+                    }
+                    last.insert(uri.clone(), found.clone());
+                    let mut params = json!({"uri": uri, "diagnostics": found});
+                    if mode != "noversion" && mode != "changes-only" {
                         params["version"] = json!(version);
                     }
                     write_message(
