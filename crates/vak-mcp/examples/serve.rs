@@ -1,35 +1,23 @@
-//! A runtime's own registry, with a third-party tool, served over MCP: stdio by default, or
-//! Streamable HTTP on loopback with `--http 127.0.0.1:8765` (built with `--features http`).
+//! A runtime's own registry with a third-party tool, served over MCP: stdio, or with
+//! `--features http` and `-- --http 127.0.0.1:8765`, Streamable HTTP on loopback.
 #![forbid(unsafe_code)]
-
 use vak_mcp::{McpSettings, Server};
-use vak_tool_core::{
-    Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput,
-};
-
-/// The arguments of `shout`.
+use vak_tool_core::*;
+/// Arguments of `shout`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ShoutArgs {
+struct Args {
     /// The text to repeat in capitals.
     text: String,
 }
-
 /// A third-party tool: it knows nothing of MCP.
 struct Shout;
-
+#[rustfmt::skip]
 impl Tool for Shout {
-    type Args = ShoutArgs;
-    fn name(&self) -> &str {
-        "shout"
-    }
-    fn description(&self) -> String {
-        "Repeats the text in capital letters.".into()
-    }
-    fn capabilities(&self) -> Vec<Capability> {
-        Vec::new()
-    }
-    async fn run(&self, args: ShoutArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    type Args = Args;
+    fn name(&self) -> &str { "shout" }
+    fn description(&self) -> String { "Repeats the text in capital letters.".into() }
+    fn capabilities(&self) -> Vec<Capability> { Vec::new() }
+    async fn run(&self, args: Args, _: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(args.text.to_uppercase()))
     }
 }
@@ -39,15 +27,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry.register(Shout);
     let ctx = ToolContext::new(std::env::current_dir()?)?;
-    let server = Server::new(
-        registry,
-        ctx,
-        PermissionMode::ReadOnly,
-        &McpSettings::default(),
-    );
-    let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    let (mode, settings) = (PermissionMode::ReadOnly, McpSettings::default());
+    let server = Server::new(registry, ctx, mode, &settings);
+    let stop = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
     #[cfg(feature = "http")]
     if let Some(addr) = std::env::args().skip_while(|arg| arg != "--http").nth(1) {
         let options = vak_mcp::http::HttpOptions::new(addr);
