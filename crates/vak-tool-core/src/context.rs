@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::path::{self, PathError};
 use crate::progress::Listener;
-use crate::{ChangeObserver, Progress, Session};
+use crate::{ChangeObserver, PermissionMode, Progress, Session};
 
 /// Which paths the file tools may touch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -66,6 +66,7 @@ pub struct ToolContext {
     session: Session,
     progress: Listener,
     observers: Observers,
+    approved: Option<PermissionMode>,
 }
 
 /// The [`ChangeObserver`]s of a context, in the order they were installed.
@@ -104,6 +105,7 @@ impl ToolContext {
             session: Session::new(),
             progress: Listener::default(),
             observers: Observers::default(),
+            approved: None,
         })
     }
 
@@ -170,6 +172,22 @@ impl ToolContext {
     pub fn with_session(mut self, session: Session) -> Self {
         self.session = session;
         self
+    }
+
+    /// Says that a person approved the calls made with this context, to run as permission
+    /// `mode` allows (an MCP server sets it after asking, in `read-only`). A tool that confines
+    /// by the permission mode it was built with (`bash`'s sandbox) may widen its confinement up
+    /// to that mode, never further than its own rules allow.
+    #[must_use]
+    pub fn with_approval(mut self, mode: PermissionMode) -> Self {
+        self.approved = Some(mode);
+        self
+    }
+
+    /// The permission mode a person approved these calls for, if any (see
+    /// [`with_approval`](Self::with_approval)).
+    pub fn approved_mode(&self) -> Option<PermissionMode> {
+        self.approved
     }
 
     /// Passes every [`Progress`] the calls made with this context report to `listener` (an MCP
@@ -331,6 +349,18 @@ mod tests {
         for bad in ["", ".", "..", "a/b", "a b", &"x".repeat(65)] {
             assert!(ctx.clone().with_agent_id(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_approval_reaches_the_calls_contexts() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        assert_eq!(ctx.approved_mode(), None);
+        let approved = ctx.with_approval(PermissionMode::WorkspaceWrite);
+        assert_eq!(
+            approved.child().approved_mode(),
+            Some(PermissionMode::WorkspaceWrite)
+        );
     }
 
     #[test]
