@@ -2,8 +2,10 @@
 //!
 //! - `ci`: every check CI runs, in the order of the validation ladder (see AGENTS.md), after
 //!   installing what the machine lacks: cargo-nextest, cargo-hack and cargo-deny (`cargo install
-//!   --locked`), Debian's Chromium for the browse tests (apt-get, when run as root), and the
-//!   Python MCP SDK for the test that drives `vak-tools mcp` with a real client (pip);
+//!   --locked`), Debian's Chromium for the browse tests (apt-get, when run as root), the
+//!   Python MCP SDK for the test that drives `vak-tools mcp` with a real client (pip), and
+//!   ImageMagick, exiftool and iconv for the file tools' tests that make their files with them
+//!   (apt-get, when run as root);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
@@ -151,6 +153,72 @@ fn ensure_python_mcp() -> Result<(), String> {
     })
 }
 
+/// Whether `program` runs and prints `expect` on its standard output for `args`.
+fn prints(program: &str, args: &[&str], expect: &str) -> bool {
+    Command::new(program)
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(expect))
+}
+
+/// The programs vak-tool-fs's tests make their files with (photos turned by EXIF, CMYK, TIFF,
+/// BMP, HEIC, AVIF, legacy encodings): whether each is there, and its Debian package.
+fn file_tools() -> [(&'static str, bool, &'static str); 3] {
+    [
+        (
+            "ImageMagick",
+            prints("magick", &["-version"], "Version: ImageMagick")
+                || prints("convert", &["-version"], "Version: ImageMagick"),
+            "imagemagick",
+        ),
+        (
+            "exiftool",
+            prints("exiftool", &["-ver"], "."),
+            "libimage-exiftool-perl",
+        ),
+        (
+            "iconv",
+            prints("iconv", &["--version"], "iconv"),
+            "libc-bin",
+        ),
+    ]
+}
+
+/// Installs with apt-get (when run as root) what [`file_tools`] finds missing; otherwise a line
+/// saying what to install (those tests then fail under CI and say the same).
+fn ensure_file_tools() -> Result<(), String> {
+    let missing: Vec<(&str, &str)> = file_tools()
+        .into_iter()
+        .filter(|(_, found, _)| !found)
+        .map(|(name, _, package)| (name, package))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = missing.iter().map(|(name, _)| *name).collect();
+    let packages: Vec<&str> = missing.iter().map(|(_, package)| *package).collect();
+    if !is_root() || !on_path("apt-get") {
+        println!(
+            "xtask: {} not found, so the file tools' tests that make their files with it will \
+             fail under CI: install it (Debian/Ubuntu: `sudo apt-get install {}`)",
+            names.join(", "),
+            packages.join(" ")
+        );
+        return Ok(());
+    }
+    println!(
+        "xtask: installing {} with apt-get ({}: not found), for the file tools' tests",
+        packages.join(" "),
+        names.join(", ")
+    );
+    let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
+    run("apt-get", &["update", "-qq"], &quiet)?;
+    let mut install = vec!["install", "-y", "-qq"];
+    install.extend(&packages);
+    run("apt-get", &install, &quiet)
+}
+
 /// Whether `name` is an executable file in a folder of PATH.
 fn on_path(name: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -201,6 +269,7 @@ fn ci() -> Result<(), String> {
     ensure_cargo_tools()?;
     ensure_browser()?;
     ensure_python_mcp()?;
+    ensure_file_tools()?;
     step("format", &["fmt", "--all", "--check"], &[])?;
     step(
         "lint",

@@ -34,7 +34,7 @@ mod diff;
 mod error;
 mod io;
 mod levels;
-mod line_endings;
+pub(crate) mod line_endings;
 mod line_numbers;
 mod read_prefixes;
 mod regions;
@@ -74,13 +74,15 @@ fn description(settings: &FsSettings) -> String {
          repeats. When the exact text is not found, edit also tries, in order: line endings \
          normalised, trailing whitespace ignored, curly quotes/dashes/special spaces folded; a \
          level counts only if it finds exactly one place. new_text is inserted literally, with \
-         the file's line endings (CRLF, LF, or a lone CR) and encoding (UTF-8, or UTF-16 with its \
-         BOM); the BOM, tabs, the final newline and every byte outside the \
+         the file's line endings (each inserted line takes the ending of the line before it: \
+         CRLF, LF, or a lone CR) and encoding (UTF-8, UTF-16 with its BOM, or a legacy \
+         single-byte encoding such as Windows-1252, when new_text's characters exist in it); \
+         the BOM, tabs, the final newline and every byte outside the \
          replaced text stay as they are. Give `expect_hash` (the hash `read` printed) to refuse \
          the edit if the file changed since you read it. The result names the matching level of \
          each edit and the changed lines, shows a unified diff, and ends with the new hash. Files \
-         over {limit} (the edit size limit), binary files and text in another encoding \
-         than UTF-8 or UTF-16 are refused.{notebook} To create a file or rewrite it whole, \
+         over {limit} (the edit size limit), binary files and text in an encoding that is not \
+         recognised with certainty are refused.{notebook} To create a file or rewrite it whole, \
          use `write`.",
         limit = human::size(settings.edit_file_bytes),
         notebook = if cfg!(feature = "notebook") {
@@ -252,7 +254,7 @@ pub(crate) fn run(
     if let Some(cell) = &request.cell {
         return edit_cell(request, cell, &bytes, &stamp, cancel, seen);
     }
-    let encoding = match sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+    let mut encoding = match sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
         Sniff::Text(encoding) => encoding,
         Sniff::Binary(kind) => {
             return Err(EditError::Binary {
@@ -262,16 +264,34 @@ pub(crate) fn run(
         }
     };
     let whole = match encoding {
-        Encoding::Utf8 => std::str::from_utf8(&bytes)
-            .map(Cow::Borrowed)
-            .map_err(|error| {
-                let offset = error.valid_up_to();
-                EditError::NotUtf8 {
-                    path: shown(),
-                    offset,
-                    line: memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1,
+        Encoding::Utf8 => match std::str::from_utf8(&bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            // A start in ASCII, and the rest in a legacy encoding the detector is sure of.
+            Err(error) => match crate::legacy_encoding::detect(&bytes, true) {
+                Some(legacy) => {
+                    encoding = Encoding::Legacy(legacy);
+                    Cow::Owned(legacy.decode_without_bom_handling(&bytes).0.into_owned())
                 }
-            })?,
+                None => {
+                    let offset = error.valid_up_to();
+                    return Err(EditError::NotUtf8 {
+                        path: shown(),
+                        offset,
+                        line: memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1,
+                    });
+                }
+            },
+        },
+        Encoding::Legacy(legacy) => {
+            Cow::Owned(
+                encoding
+                    .decode(&bytes)
+                    .ok_or_else(|| EditError::NotLegacy {
+                        path: shown(),
+                        encoding: legacy.name(),
+                    })?,
+            )
+        }
         utf16 => Cow::Owned(utf16.decode(&bytes).ok_or_else(|| EditError::NotUtf16 {
             path: shown(),
             encoding: utf16.describe(),
@@ -306,6 +326,15 @@ pub(crate) fn run(
         new_body.clone()
     };
     out.insert_str(0, bom);
+    // A legacy encoding holds few characters: refuse an edit that brings in others.
+    let missing = encoding.unencodable(&out);
+    if !missing.is_empty() {
+        return Err(EditError::Unencodable {
+            path: shown(),
+            encoding: encoding.describe(),
+            chars: crate::legacy_encoding::list_chars(&missing, 10),
+        });
+    }
     let out_bytes = encoding.encode(&out);
     let new_hash = content_hash(&out_bytes);
     if cancel.is_cancelled() {

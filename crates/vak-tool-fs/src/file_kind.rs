@@ -10,7 +10,10 @@
 //!    binary for its NUL bytes.
 //! 2. Otherwise a NUL byte in the first [`SNIFF_BYTES`], or more than 10% control bytes there,
 //!    makes it binary.
-//! 3. A NUL found later, in the (decoded) text, makes it binary too: `read` notices it during its
+//! 3. Text that is not UTF-8 is in a legacy single-byte encoding when the detector is sure which
+//!    ([`crate::legacy_encoding`]): it is then decoded like UTF-16; otherwise it is UTF-8 with
+//!    bad bytes (shown as U+FFFD by `read`, refused by `edit`).
+//! 4. A NUL found later, in the (decoded) text, makes it binary too: `read` notices it during its
 //!    one pass and refuses the file, `grep` stops at it and skips the file (ripgrep's rule).
 
 /// How much of a file's start is examined.
@@ -59,6 +62,8 @@ pub(crate) enum Encoding {
         /// Whether the file starts with the byte order mark `FE FF`.
         bom: bool,
     },
+    /// A legacy single-byte encoding (Windows-1252, ISO 8859-2, KOI8-R, …), detected.
+    Legacy(&'static encoding_rs::Encoding),
 }
 
 impl Encoding {
@@ -70,12 +75,21 @@ impl Encoding {
         }
     }
 
-    /// The encoding for `encoding_rs`, for UTF-16.
-    pub(crate) fn utf16(self) -> Option<&'static encoding_rs::Encoding> {
+    /// The encoding for `encoding_rs`, for a text that must be decoded (all but UTF-8).
+    pub(crate) fn decoder(self) -> Option<&'static encoding_rs::Encoding> {
         match self {
             Self::Utf8 => None,
             Self::Utf16Le { .. } => Some(encoding_rs::UTF_16LE),
             Self::Utf16Be { .. } => Some(encoding_rs::UTF_16BE),
+            Self::Legacy(encoding) => Some(encoding),
+        }
+    }
+
+    /// The characters of `text` this encoding cannot hold (none for UTF-8 and UTF-16).
+    pub(crate) fn unencodable(self, text: &str) -> Vec<char> {
+        match self {
+            Self::Legacy(encoding) => crate::legacy_encoding::unencodable(encoding, text),
+            _ => Vec::new(),
         }
     }
 
@@ -87,6 +101,7 @@ impl Encoding {
             Self::Utf16Le { bom: false } => "UTF-16 (little-endian, without a byte order mark)",
             Self::Utf16Be { bom: true } => "UTF-16 (big-endian, with a byte order mark)",
             Self::Utf16Be { bom: false } => "UTF-16 (big-endian, without a byte order mark)",
+            Self::Legacy(encoding) => encoding.name(),
         }
     }
 
@@ -97,14 +112,18 @@ impl Encoding {
             Self::Utf16Le { bom: true } | Self::Utf16Be { bom: true } => "UTF-16",
             Self::Utf16Le { bom: false } => "UTF-16LE",
             Self::Utf16Be { bom: false } => "UTF-16BE",
+            Self::Legacy(encoding) => encoding.name(),
         }
     }
 
-    /// `text` in this encoding, with the byte order mark when the encoding has one.
+    /// `text` in this encoding, with the byte order mark when the encoding has one. A character
+    /// a legacy encoding cannot hold becomes a numeric character reference: check
+    /// [`Self::unencodable`] first.
     pub(crate) fn encode(self, text: &str) -> Vec<u8> {
         let units = text.encode_utf16();
         match self {
             Self::Utf8 => text.as_bytes().to_vec(),
+            Self::Legacy(encoding) => encoding.encode(text).0.into_owned(),
             Self::Utf16Le { bom } => {
                 let mut out = Vec::with_capacity(text.len() * 2 + 2);
                 if bom {
@@ -124,11 +143,12 @@ impl Encoding {
         }
     }
 
-    /// The text of a whole UTF-16 file (byte order mark removed), or `None` when it is not
-    /// valid UTF-16 (an odd length, an unpaired surrogate).
+    /// The text of a whole file (a UTF-16 byte order mark removed), or `None` when it is not
+    /// valid in this encoding (an odd length, an unpaired surrogate, a byte a legacy encoding
+    /// leaves undefined).
     pub(crate) fn decode(self, bytes: &[u8]) -> Option<String> {
         let body = bytes.get(self.bom_len()..)?;
-        match self.utf16() {
+        match self.decoder() {
             None => std::str::from_utf8(body).ok().map(str::to_owned),
             Some(encoding) => encoding
                 .decode_without_bom_handling_and_without_replacement(body)
@@ -166,7 +186,11 @@ pub(crate) fn sniff(start: &[u8]) -> Sniff {
     if looks_binary(start) {
         return Sniff::Binary(binary_kind(start));
     }
-    Sniff::Text(Encoding::Utf8)
+    // A start shorter than what is examined is the whole file.
+    match crate::legacy_encoding::detect(start, start.len() < SNIFF_BYTES) {
+        Some(legacy) => Sniff::Text(Encoding::Legacy(legacy)),
+        None => Sniff::Text(Encoding::Utf8),
+    }
 }
 
 /// UTF-16 without a byte order mark: at least two code units, NUL bytes on one side of most
@@ -226,9 +250,9 @@ pub(crate) enum SearchText<'a> {
     Binary,
     /// UTF-8 text small enough to be read whole: searched in memory, without another copy.
     Whole(&'a [u8]),
-    /// Text read as it is searched, as UTF-8: a larger file, or UTF-16 decoded (its byte order
-    /// mark dropped).
-    Stream(Box<dyn std::io::Read + 'a>),
+    /// Text read as it is searched, as UTF-8: a larger file, or UTF-16 or a legacy encoding
+    /// decoded (a byte order mark dropped); the encoding of the file.
+    Stream(Box<dyn std::io::Read + 'a>, Encoding),
 }
 
 /// Opens a file for searching under the one binary policy, reading its start into `buffer`
@@ -254,11 +278,11 @@ pub(crate) fn open_text<'a>(
     };
     // A start shorter than what was asked for is the whole file.
     let whole = start.len() < START_BYTES;
-    let Some(utf16) = encoding.utf16() else {
+    let Some(decoder) = encoding.decoder() else {
         return Ok(if whole {
             SearchText::Whole(start)
         } else {
-            SearchText::Stream(Box::new(start.chain(file)))
+            SearchText::Stream(Box::new(start.chain(file)), Encoding::Utf8)
         });
     };
     let bom = encoding.bom_len().min(start.len());
@@ -267,12 +291,15 @@ pub(crate) fn open_text<'a>(
     } else {
         Box::new((&start[bom..]).chain(file))
     };
-    Ok(SearchText::Stream(Box::new(
-        encoding_rs_io::DecodeReaderBytesBuilder::new()
-            .encoding(Some(utf16))
-            .bom_sniffing(false)
-            .build(rest),
-    )))
+    Ok(SearchText::Stream(
+        Box::new(
+            encoding_rs_io::DecodeReaderBytesBuilder::new()
+                .encoding(Some(decoder))
+                .bom_sniffing(false)
+                .build(rest),
+        ),
+        encoding,
+    ))
 }
 
 /// A name for well-known binary formats, from their magic bytes.
@@ -293,6 +320,8 @@ pub(crate) fn binary_kind(start: &[u8]) -> Option<&'static str> {
         (b"\x89PNG\r\n\x1a\n", "PNG image"),
         (b"\xff\xd8\xff", "JPEG image"),
         (b"GIF8", "GIF image"),
+        (b"II*\0", "TIFF image"),
+        (b"MM\0*", "TIFF image"),
         (b"OggS", "Ogg media"),
         (b"ID3", "MP3 audio"),
         (b"\x1aE\xdf\xa3", "Matroska/WebM video"),
@@ -319,6 +348,10 @@ pub(crate) enum ImageKind {
     Gif,
     /// WebP (a RIFF container).
     Webp,
+    /// TIFF (baseline and BigTIFF; always re-encoded, model APIs do not take it).
+    Tiff,
+    /// Windows bitmap (always re-encoded, model APIs do not take it).
+    Bmp,
 }
 
 impl ImageKind {
@@ -333,6 +366,8 @@ impl ImageKind {
             Self::Jpeg => "image/jpeg",
             Self::Gif => "image/gif",
             Self::Webp => "image/webp",
+            Self::Tiff => "image/tiff",
+            Self::Bmp => "image/bmp",
         }
     }
 
@@ -343,6 +378,8 @@ impl ImageKind {
             Self::Jpeg => "JPEG",
             Self::Gif => "GIF",
             Self::Webp => "WebP",
+            Self::Tiff => "TIFF",
+            Self::Bmp => "BMP",
         }
     }
 }
@@ -357,9 +394,159 @@ pub(crate) fn image_kind(start: &[u8]) -> Option<ImageKind> {
         Some(ImageKind::Gif)
     } else if start.len() >= 12 && start.starts_with(b"RIFF") && &start[8..12] == b"WEBP" {
         Some(ImageKind::Webp)
+    } else if [b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"]
+        .iter()
+        .any(|magic| start.starts_with(*magic))
+    {
+        Some(ImageKind::Tiff)
+    } else if is_bmp(start) {
+        Some(ImageKind::Bmp)
     } else {
         None
     }
+}
+
+/// A Windows bitmap: `BM`, then a header whose size is one that a version of the format uses
+/// (two letters alone would take a text that starts with "BM" for an image).
+fn is_bmp(start: &[u8]) -> bool {
+    const HEADER_SIZES: [u32; 7] = [12, 40, 52, 56, 64, 108, 124];
+    start.len() >= 18
+        && start.starts_with(b"BM")
+        && HEADER_SIZES.contains(&u32::from_le_bytes([
+            start[14], start[15], start[16], start[17],
+        ]))
+}
+
+/// An image format that `read` recognises but cannot decode, and what its header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForeignImage {
+    /// The format's name, such as `HEIC`.
+    pub(crate) name: &'static str,
+    /// The file name extension it is usually given, such as `heic`.
+    pub(crate) extension: &'static str,
+    /// The pixel size, when the header gives it.
+    pub(crate) size: Option<(u32, u32)>,
+}
+
+/// An image format that cannot be decoded here (HEIC, AVIF, JPEG XL, JPEG 2000, …), from its
+/// magic bytes, with the pixel size when its header gives it.
+pub(crate) fn foreign_image(start: &[u8]) -> Option<ForeignImage> {
+    let be32 = |at: usize| {
+        start
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let found = |name, extension, size| {
+        Some(ForeignImage {
+            name,
+            extension,
+            size,
+        })
+    };
+    // ISO base media (HEIF, AVIF): an `ftyp` box first, whose brands name the format.
+    if start.get(4..8) == Some(b"ftyp") {
+        let end = (be32(0)? as usize).clamp(16, start.len());
+        let brands: Vec<&[u8]> = start[8..end].chunks_exact(4).collect();
+        let has = |names: &[&[u8]]| brands.iter().any(|brand| names.contains(brand));
+        let size = largest_ispe(start);
+        if has(&[b"avif", b"avis"]) {
+            return found("AVIF", "avif", size);
+        }
+        if has(&[b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx"]) {
+            return found("HEIC", "heic", size);
+        }
+        if has(&[b"mif1", b"msf1"]) {
+            return found("HEIF", "heif", size);
+        }
+        return None;
+    }
+    if start.starts_with(b"\xff\x0a") {
+        return found("JPEG XL", "jxl", jxl_size(&start[2..]));
+    }
+    if start.starts_with(b"\0\0\0\x0cJXL \r\n\x87\n") {
+        // The codestream is in a `jxlc` box, or cut into `jxlp` boxes (each with an index).
+        let codestream = memchr::memmem::find(start, b"jxlc")
+            .map(|at| at + 4)
+            .or_else(|| memchr::memmem::find(start, b"jxlp").map(|at| at + 8));
+        let size = codestream
+            .and_then(|at| start.get(at..))
+            .filter(|rest| rest.starts_with(b"\xff\x0a"))
+            .and_then(|rest| jxl_size(&rest[2..]));
+        return found("JPEG XL", "jxl", size);
+    }
+    if start.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n") {
+        let size = memchr::memmem::find(start, b"ihdr")
+            .and_then(|at| Some((be32(at + 8)?, be32(at + 4)?)));
+        return found("JPEG 2000", "jp2", size);
+    }
+    if start.starts_with(b"\xff\x4f\xff\x51") {
+        return found("JPEG 2000", "j2k", be32(8).zip(be32(12)));
+    }
+    if start.starts_with(b"8BPS") {
+        return found("Photoshop", "psd", be32(18).zip(be32(14)));
+    }
+    if start.starts_with(b"qoif") {
+        return found("QOI", "qoi", be32(4).zip(be32(8)));
+    }
+    if start.starts_with(b"\x76\x2f\x31\x01") {
+        return found("OpenEXR", "exr", None);
+    }
+    if start.starts_with(b"\0\0\x01\0") && start.len() >= 6 && start[4] != 0 {
+        return found("Windows icon", "ico", None);
+    }
+    None
+}
+
+/// The pixel size in a JPEG XL codestream's `SizeHeader` (the bits after its `FF 0A`
+/// signature, least significant first).
+fn jxl_size(header: &[u8]) -> Option<(u32, u32)> {
+    let mut at = 0usize;
+    let mut bits = |count: usize| -> Option<u32> {
+        let mut value = 0u32;
+        for bit in 0..count {
+            let byte = header.get((at + bit) / 8)?;
+            value |= u32::from((byte >> ((at + bit) % 8)) & 1) << bit;
+        }
+        at += count;
+        Some(value)
+    };
+    let small = bits(1)? == 1;
+    let side = |bits: &mut dyn FnMut(usize) -> Option<u32>| -> Option<u32> {
+        if small {
+            Some((bits(5)? + 1) * 8)
+        } else {
+            let width = [9, 13, 18, 30][bits(2)? as usize];
+            bits(width)?.checked_add(1)
+        }
+    };
+    let height = side(&mut bits)?;
+    let ratio = bits(3)?;
+    let width = match ratio {
+        0 => side(&mut bits)?,
+        _ => {
+            let (num, den) =
+                [(1, 1), (12, 10), (4, 3), (3, 2), (16, 9), (5, 4), (2, 1)][ratio as usize - 1];
+            u32::try_from(u64::from(height) * num / den).ok()?
+        }
+    };
+    Some((width, height))
+}
+
+/// The largest image size (`ispe` property) in the start of a HEIF or AVIF file: the primary
+/// image or its grid, rather than a thumbnail or a tile.
+fn largest_ispe(start: &[u8]) -> Option<(u32, u32)> {
+    memchr::memmem::find_iter(start, b"ispe")
+        .filter_map(|at| {
+            // Box: size, `ispe`, version and flags, width, height.
+            let field = |offset: usize| {
+                start
+                    .get(at + offset..at + offset + 4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            };
+            let size = (field(8)?, field(12)?);
+            (size.0 > 0 && size.1 > 0).then_some(size)
+        })
+        .max_by_key(|&(width, height)| u64::from(width) * u64::from(height))
 }
 
 /// Whether a file is a PDF: `%PDF-` in its first kilobyte (where readers look for it).
@@ -415,6 +602,13 @@ mod tests {
             (b"GIF87a\x01\0\x01\0", Some(ImageKind::Gif)),
             (b"RIFF\x24\0\0\0WEBPVP8 ", Some(ImageKind::Webp)),
             (b"RIFF\x24\0\0\0WAVEfmt ", None),
+            (b"II*\0\x08\0\0\0", Some(ImageKind::Tiff)),
+            (b"MM\0*\0\0\0\x08", Some(ImageKind::Tiff)),
+            (
+                b"BM\x46\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0",
+                Some(ImageKind::Bmp),
+            ),
+            (b"BMW and Audi: a list of cars\n", None),
             (b"GIF8", None),
             (b"\x89PNG", None),
             (b"plain text", None),
@@ -423,6 +617,51 @@ mod tests {
             assert_eq!(image_kind(bytes), *kind, "{bytes:?}");
         }
         assert_eq!(ImageKind::Webp.media_type(), "image/webp");
+    }
+
+    #[test]
+    fn foreign_images_by_magic_with_their_size() {
+        // HEIF/AVIF: `ftyp` brands, then an `ispe` property (a thumbnail's and the image's).
+        let heif = |brands: &[u8]| {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&(8 + brands.len() as u32).to_be_bytes());
+            bytes.extend_from_slice(b"ftyp");
+            bytes.extend_from_slice(brands);
+            for (width, height) in [(160u32, 120u32), (4032, 3024)] {
+                bytes.extend_from_slice(&20u32.to_be_bytes());
+                bytes.extend_from_slice(b"ispe\0\0\0\0");
+                bytes.extend_from_slice(&width.to_be_bytes());
+                bytes.extend_from_slice(&height.to_be_bytes());
+            }
+            bytes
+        };
+        let heic = foreign_image(&heif(b"heic\0\0\0\0mif1heic")).unwrap();
+        assert_eq!((heic.name, heic.size), ("HEIC", Some((4032, 3024))));
+        let avif = foreign_image(&heif(b"avif\0\0\0\0avifmif1miaf")).unwrap();
+        assert_eq!((avif.name, avif.size), ("AVIF", Some((4032, 3024))));
+        // An MP4 video is an `ftyp` file too, but not an image.
+        assert_eq!(foreign_image(&heif(b"isom\0\0\0\0isomavc1")), None);
+        // JPEG XL: a codestream whose SizeHeader says 300×200 (not small, 9-bit sides).
+        let mut bits = Vec::new();
+        let mut push = |value: u32, count: usize| {
+            bits.extend((0..count).map(|bit| (value >> bit) & 1 == 1));
+        };
+        push(0, 1);
+        push(0, 2);
+        push(199, 9);
+        push(0, 3);
+        push(0, 2);
+        push(299, 9);
+        let mut jxl = b"\xff\x0a".to_vec();
+        jxl.extend(bits.chunks(8).map(|byte| {
+            byte.iter()
+                .enumerate()
+                .fold(0u8, |sum, (bit, &on)| sum | (u8::from(on) << bit))
+        }));
+        assert_eq!(foreign_image(&jxl).unwrap().size, Some((300, 200)));
+        // A small header with a 16:9 ratio: 8×(3+1)=32 high, 56 wide.
+        assert_eq!(jxl_size(&[0b0100_0111, 0b0000_0001]), Some((56, 32)));
+        assert_eq!(foreign_image(b"plain text"), None);
     }
 
     #[test]
@@ -482,7 +721,7 @@ mod tests {
             match open_text(&path, &mut buffer).unwrap() {
                 SearchText::Binary => None,
                 SearchText::Whole(bytes) => Some(String::from_utf8(bytes.to_vec()).unwrap()),
-                SearchText::Stream(mut reader) => {
+                SearchText::Stream(mut reader, _) => {
                     let mut text = String::new();
                     reader.read_to_string(&mut text).unwrap();
                     Some(text)

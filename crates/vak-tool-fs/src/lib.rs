@@ -55,6 +55,7 @@ mod file_kind;
 mod glob;
 mod grep;
 mod hash;
+mod legacy_encoding;
 mod line_count;
 #[cfg(feature = "notebook")]
 mod notebook;

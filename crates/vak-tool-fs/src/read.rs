@@ -76,9 +76,10 @@ fn description(settings: &FsSettings) -> String {
     let mut formats = String::new();
     #[cfg(feature = "image")]
     formats.push_str(&format!(
-        "PNG, JPEG, GIF and WebP files come back as images, checked whole (a damaged one is an \
-         error) and, when larger than {side} px on a side or {sent} of base64, scaled down \
-         (files up to {image}). ",
+        "PNG, JPEG, GIF, WebP, TIFF and BMP files come back as images, checked whole (a damaged \
+         one is an error), turned upright by their EXIF orientation, sent as PNG or JPEG in RGB \
+         and, when larger than {side} px on a side or {sent} of base64, scaled down (files up to \
+         {image}). ",
         image = human::size(settings.image_bytes),
         side = human::grouped(u64::from(settings.image_max_side)),
         sent = human::size(settings.image_max_bytes as u64),
@@ -96,7 +97,11 @@ fn description(settings: &FsSettings) -> String {
         "Jupyter notebooks (.ipynb, up to {notebook}) come back as numbered cells with their \
          type, id, source and outputs{images}. ",
         notebook = human::size(settings.notebook_bytes),
-        images = if cfg!(feature = "image") { " (images as images)" } else { "" },
+        images = if cfg!(feature = "image") {
+            " (images as images)"
+        } else {
+            ""
+        },
     ));
     format!(
         "Reads a file from the workspace. Text comes back as numbered lines in `cat -n` form \
@@ -104,9 +109,13 @@ fn description(settings: &FsSettings) -> String {
          `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, always \
          between lines. When lines remain, a last line gives the exact total and the `offset` to \
          continue with; a single line too long for a page is cut, with a note on how to see the \
-         rest. {formats}Binary files are refused with their size and kind. UTF-16 text (with a \
-         byte order mark, or detected) is decoded; lines that end with a lone CR are lines; \
-         other non-UTF-8 bytes show as U+FFFD; CRLF line endings and a byte order mark are not \
+         rest. {formats}Images that cannot be decoded here (HEIC, AVIF, JPEG XL, …) are refused \
+         with their format, size and a command to convert them. Binary files are refused with \
+         their size and kind. UTF-16 text (with a byte order mark, or detected) and text in a \
+         legacy single-byte encoding that is recognised with certainty (Windows-1252, ISO \
+         8859-x, KOI8-R, …) are decoded, and the encoding is named; lines that end with a lone \
+         CR are lines; other non-UTF-8 bytes show as U+FFFD; CRLF line endings and a byte \
+         order mark are not \
          shown (a note says they are there). The result ends with a hash of the whole file that \
          `edit` accepts as `expect_hash`. Read a file before you edit it; use `glob` to list \
          folders and `grep` to search many files.",
@@ -335,6 +344,13 @@ fn read_file(
     if request.pages.is_some() {
         return Err(ReadError::PagesNotPdf { path: shown() });
     }
+    if let Some(image) = file_kind::foreign_image(&start) {
+        return Err(ReadError::ForeignImage {
+            path: shown(),
+            bytes: meta.len(),
+            image,
+        });
+    }
     if let Some(kind) = file_kind::image_kind(&start) {
         #[cfg(feature = "image")]
         return read_image(request, kind, start, file, meta.len());
@@ -377,7 +393,7 @@ fn read_file(
         parallel_hash: meta.len() >= PARALLEL_HASH_BYTES,
         eol,
     };
-    let scanned = match encoding.utf16() {
+    let scanned = match encoding.decoder() {
         None => {
             let eol = if file_kind::cr_only(&start) {
                 b'\r'

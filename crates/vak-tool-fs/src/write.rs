@@ -6,16 +6,15 @@
 //!   file's owner, group and permission bits are kept; a file with several hard links (or an
 //!   owner this process cannot give a new file) is written in place instead, and the result says
 //!   so; a symbolic link is written through (its target changes).
-//! - A UTF-16 file (by its byte order mark, or detected) is written back in UTF-16, in the same
-//!   byte order and with its byte order mark if it had one: the model writes text, the file keeps
-//!   its encoding.
+//! - Over an existing file, its style is kept unless the content says otherwise ([`keep`]): its
+//!   line endings (CRLF or a lone CR for content with LF only), its UTF-8 byte order mark, its
+//!   encoding (UTF-16 in the same byte order and with its byte order mark if it had one, or a
+//!   detected legacy single-byte encoding). The result says what was kept.
 //! - A read-only file is refused rather than replaced (a rename would succeed over it, even
 //!   though the file says "do not change me"), and the error says so.
 //! - Writing the content a file already has writes nothing, so its modification time stays.
 //! - The result says created or overwrote, bytes and lines, the old size, the folders created,
-//!   and the new hash (which `edit` accepts as `expect_hash`, so no re-read is needed). It also
-//!   warns when the old file had CRLF line endings or a byte order mark and the new content does
-//!   not: a quiet change of a whole file's line endings is a common agent mistake.
+//!   and the new hash (which `edit` accepts as `expect_hash`, so no re-read is needed).
 
 use std::fs;
 use std::io::{self, Read};
@@ -28,9 +27,13 @@ use vak_tool_core::{Capability, PathError, Tool, ToolContext, ToolError, ToolOut
 
 use crate::FsSettings;
 use crate::atomic_write::{self, Previous};
-use crate::file_kind::{self, Encoding, Sniff};
+use crate::file_kind;
 use crate::hash::{content_hash, hash_line};
 use crate::line_count::count_lines;
+
+mod keep;
+
+use self::keep::{Kept, keep};
 
 /// The description the model reads, with the limit in force.
 fn description(settings: &FsSettings) -> String {
@@ -38,8 +41,12 @@ fn description(settings: &FsSettings) -> String {
         "Writes a whole file: creates it (and any missing parent folders) or replaces all of its \
          content with `content`. The write is atomic (the file is never left half written) and \
          keeps the file's permissions, owner and hard links (a file with several links is \
-         written in place, which the result says) and its encoding (a UTF-16 file stays UTF-16 \
-         with its byte order mark); a symbolic link is written through. Returns whether the \
+         written in place, which the result says), and over an existing file its style unless \
+         the content says otherwise: LF-only content over a CRLF (or lone-CR) file gets the \
+         file's endings, a UTF-8 byte order mark stays, UTF-16 stays UTF-16 and a legacy \
+         encoding such as Windows-1252 stays that encoding (content with characters it cannot \
+         hold is refused); the result says what was kept. A symbolic link is written through. \
+         Returns whether the \
          file was created or overwritten, its bytes and lines, the old size, and the new content \
          hash (for `edit`'s `expect_hash`). Refuses folders, read-only files, paths outside the \
          workspace and content over {limit}. To change part of an existing file, prefer `edit`; \
@@ -122,6 +129,21 @@ pub(crate) enum WriteError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The content holds characters the file's legacy encoding cannot hold.
+    #[error(
+        "`{path}` is in {encoding} (a legacy single-byte encoding, which write keeps), and the \
+         content holds characters that {encoding} cannot hold: {chars}; nothing was written. Use \
+         characters that exist in {encoding}, or convert the file to UTF-8 first with `bash` \
+         (iconv -f {encoding} -t UTF-8), then write again."
+    )]
+    Unencodable {
+        /// The path as shown.
+        path: String,
+        /// The file's encoding.
+        encoding: &'static str,
+        /// The characters, listed.
+        chars: String,
+    },
     /// The operating system refused.
     #[error("cannot write `{path}`: {source}. Nothing was written: the file is as it was before.")]
     Io {
@@ -183,7 +205,9 @@ impl Tool for WriteTool {
         let path = ctx.resolve_path(&args.path).ok();
         let text = run(args, ctx, self.settings.write_bytes, self.before_rename).await?;
         if let Some(path) = path {
-            ctx.session().state::<crate::seen::Seen>().forget_path(&path);
+            ctx.session()
+                .state::<crate::seen::Seen>()
+                .forget_path(&path);
         }
         Ok(ToolOutput::text(text))
     }
@@ -261,48 +285,36 @@ impl Job {
                 mode: meta.permissions().mode() & 0o7777,
             });
         }
-        let mut notes = Vec::new();
-        // The old content only feeds the encoding, the "unchanged" check and the notes: a file
-        // that cannot be read (write-only, say) is still replaced.
+        // The old content only feeds what is kept (line endings, BOM, encoding), the
+        // "unchanged" check and the notes: a file that cannot be read (write-only, say) is
+        // still replaced.
         let old_start = old
             .as_ref()
             .and_then(|meta| file_start(&self.path, meta.len(), None).ok());
-        // A UTF-16 file stays UTF-16, with its byte order mark.
-        let encoding = match old_start.as_deref().map(file_kind::sniff) {
-            Some(Sniff::Text(encoding)) if encoding != Encoding::Utf8 => encoding,
-            _ => Encoding::Utf8,
-        };
-        let encoded;
-        let bytes = if encoding == Encoding::Utf8 {
-            self.content.as_bytes()
-        } else {
-            let text = self
-                .content
-                .strip_prefix('\u{feff}')
-                .unwrap_or(&self.content);
-            encoded = encoding.encode(text);
-            notes.push(format!(
-                "written as {}, the file's encoding",
-                encoding.describe()
-            ));
-            &encoded
-        };
+        let Kept {
+            bytes,
+            notes: mut kept,
+        } = keep(old_start.as_deref(), &self.content).map_err(|refused| {
+            WriteError::Unencodable {
+                path: self.shown.clone(),
+                encoding: refused.encoding,
+                chars: refused.chars,
+            }
+        })?;
+        let bytes = bytes.as_slice();
         let counts = counts(bytes.len(), &self.content);
-        if let (Some(meta), Some(start)) = (&old, &old_start) {
-            if meta.len() == bytes.len() as u64
-                && file_start(&self.path, meta.len(), Some(bytes.len()))
-                    .is_ok_and(|old| old == bytes)
-            {
-                return Ok(format!(
-                    "`{}` already has exactly this content ({counts}); nothing was written.\n{}",
-                    self.shown,
-                    hash_line(&content_hash(bytes))
-                ));
-            }
-            if encoding == Encoding::Utf8 {
-                notes.extend(ending_notes(start, bytes).into_iter().map(str::to_owned));
-            }
+        if let Some(meta) = &old
+            && meta.len() == bytes.len() as u64
+            && file_start(&self.path, meta.len(), Some(bytes.len())).is_ok_and(|old| old == bytes)
+        {
+            return Ok(format!(
+                "`{}` already has exactly this content ({counts}); nothing was written.\n{}",
+                self.shown,
+                hash_line(&content_hash(bytes))
+            ));
         }
+        let mut notes = Vec::new();
+        notes.append(&mut kept);
         let new_folder = self.first_missing_folder();
         let written = match self.before_rename {
             Some(hook) => atomic_write::write_atomic_with(&self.path, bytes, hook),
@@ -405,33 +417,6 @@ fn file_start(path: &Path, old_len: u64, whole: Option<usize>) -> io::Result<Vec
     Ok(start)
 }
 
-/// Warnings about line endings or a byte order mark that the new content drops.
-fn ending_notes(old_start: &[u8], new: &[u8]) -> Vec<&'static str> {
-    const BOM: &[u8] = b"\xef\xbb\xbf";
-    let mut notes = Vec::new();
-    let crlf = |bytes: &[u8]| memchr::memmem::find(bytes, b"\r\n").is_some();
-    let has_lf = memchr::memchr(b'\n', new).is_some();
-    if crlf(old_start) && has_lf && !crlf(new) {
-        notes.push(
-            "note: the old file used CRLF (\\r\\n) line endings and the new content uses LF \
-             only; if the file should keep CRLF, write it again with \\r\\n endings",
-        );
-    }
-    if file_kind::cr_only(old_start) && has_lf && memchr::memchr(b'\r', new).is_none() {
-        notes.push(
-            "note: the old file's lines ended with a lone CR (\\r, classic Mac OS) and the new \
-             content uses LF (\\n); if the file should keep CR, write it again with \\r endings",
-        );
-    }
-    if old_start.starts_with(BOM) && !new.starts_with(BOM) {
-        notes.push(
-            "note: the old file started with a UTF-8 byte order mark (BOM) and the new content \
-             does not",
-        );
-    }
-    notes
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -464,14 +449,5 @@ mod tests {
             .map(|entry| entry.unwrap().file_name())
             .collect();
         assert_eq!(names, ["f.txt"], "a temporary file was left behind");
-    }
-
-    #[test]
-    fn notes_on_dropped_endings() {
-        assert_eq!(ending_notes(b"a\r\nb\r\n", b"a\nb\n").len(), 1);
-        assert!(ending_notes(b"a\r\nb\r\n", b"a\r\nc\r\n").is_empty());
-        assert!(ending_notes(b"a\nb\n", b"a\nc\n").is_empty());
-        assert!(ending_notes(b"a\r\n", b"one line").is_empty());
-        assert_eq!(ending_notes(b"\xef\xbb\xbfa\n", b"a\n").len(), 1);
     }
 }

@@ -11,7 +11,7 @@ use vak_tool_core::CancellationToken;
 
 use super::closest::closest;
 use super::levels::{Level, View, normalize};
-use super::line_endings::{Eol, count_endings, with_endings};
+use super::line_endings::{Eol, adapt, count_endings};
 use super::line_numbers::{LineCounter, line_range};
 use super::read_prefixes::strip_read_prefixes;
 use super::regions::Regions;
@@ -410,10 +410,8 @@ impl<'a> Draft<'a> {
                 std::cmp::Ordering::Less => Some(Eol::Lf),
                 std::cmp::Ordering::Equal => self.dominant,
             };
-            let mut replacement = match eol {
-                Some(eol) => with_endings(new, eol),
-                None => Cow::Borrowed(new),
-            };
+            // Each line of the replacement takes the ending of its place in the file.
+            let mut replacement = adapt(text, start, end, new, self.dominant);
             if end == text.len() && !text.is_empty() {
                 let ends_with_newline = if replacement.is_empty() {
                     text[..start].ends_with('\n')

@@ -103,6 +103,33 @@ pub(crate) enum EditError {
         /// The encoding it claims.
         encoding: &'static str,
     },
+    /// A legacy encoding that some byte of the file does not decode in.
+    #[error(
+        "{path} looks like {encoding} but a byte of it has no character in that encoding; edit \
+         refuses it rather than rewrite it lossily. Look at it with `bash` (`xxd | head`), or \
+         convert it with iconv first."
+    )]
+    NotLegacy {
+        /// The path as shown.
+        path: String,
+        /// The encoding it seems to be in.
+        encoding: &'static str,
+    },
+    /// The edited text holds characters the file's legacy encoding cannot hold.
+    #[error(
+        "{path} is in {encoding} (a legacy single-byte encoding), and the edited text holds \
+         characters that {encoding} cannot hold: {chars}. Nothing was written. Use characters \
+         that exist in {encoding} (plain ASCII always does, e.g. \"EUR\" for '€' in ISO-8859-1), \
+         or convert the whole file to UTF-8 first with `bash` (iconv -f {encoding} -t UTF-8)."
+    )]
+    Unencodable {
+        /// The path as shown.
+        path: String,
+        /// The file's encoding.
+        encoding: &'static str,
+        /// The characters, listed.
+        chars: String,
+    },
     /// `expect_hash` differs from the file's hash.
     #[error(
         "{path} changed since it was read: its hash is now {actual}, not {expected} as \

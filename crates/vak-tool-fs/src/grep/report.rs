@@ -11,6 +11,9 @@ use super::query::Query;
 use super::sink::{FileResult, Hit};
 use crate::walk::Tally;
 
+/// The most files named in the note on decoded files.
+const DECODED_NAMED: usize = 5;
+
 /// What a whole search found, in order.
 #[derive(Debug, Default)]
 pub(super) struct Report {
@@ -28,6 +31,9 @@ pub(super) struct Report {
     tally: Tally,
     /// Whether ignore files were set aside.
     no_ignore: bool,
+    /// Files with results that were decoded from another encoding than UTF-8, as shown, with
+    /// the encoding's name.
+    decoded: Vec<(String, &'static str)>,
 }
 
 impl Report {
@@ -46,6 +52,9 @@ impl Report {
             return;
         }
         let shown = ctx.display_path(path);
+        if let Some(encoding) = file.encoding {
+            self.decoded.push((shown.clone(), encoding.describe()));
+        }
         let room = query.max_matches - self.results;
         match query.mode {
             OutputMode::Files => self.line(&shown),
@@ -133,6 +142,22 @@ impl Report {
             self.text.push_str(&format!(
                 "[stopped at max_matches = {max}: there may be more. Narrow the pattern, add \
                  `include`, search a smaller `path`, or raise `max_matches` to see more.]\n"
+            ));
+        }
+        if !self.decoded.is_empty() {
+            let mut files: Vec<String> = self
+                .decoded
+                .iter()
+                .take(DECODED_NAMED)
+                .map(|(file, encoding)| format!("`{file}` ({encoding})"))
+                .collect();
+            if self.decoded.len() > DECODED_NAMED {
+                files.push(format!("{} more", self.decoded.len() - DECODED_NAMED));
+            }
+            self.text.push_str(&format!(
+                "[not UTF-8, searched and shown decoded: {}; edit and write keep their \
+                 encoding]\n",
+                files.join(", ")
             ));
         }
         let accounting = self.accounting();

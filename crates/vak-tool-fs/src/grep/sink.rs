@@ -8,7 +8,7 @@ use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use super::args::OutputMode;
 use super::long_line::render_line;
 use super::query::Query;
-use crate::file_kind::SearchText;
+use crate::file_kind::{Encoding, SearchText};
 use crate::walk::Rule;
 
 /// One line of a file's result.
@@ -43,6 +43,8 @@ pub(super) struct FileResult {
     pub(super) binary: bool,
     /// The file could not be read.
     pub(super) unreadable: bool,
+    /// The encoding the file was decoded from, when it is not UTF-8.
+    pub(super) encoding: Option<Encoding>,
 }
 
 impl FileResult {
@@ -119,7 +121,8 @@ pub(super) fn search_file(
         result: FileResult::default(),
     };
     // The one binary policy of `read` and `grep` (`file_kind`): binary by its first bytes is
-    // skipped; UTF-16 is searched decoded; a small UTF-8 file is searched in memory.
+    // skipped; UTF-16 and a detected legacy encoding are searched decoded; a small UTF-8 file is
+    // searched in memory.
     let searched = match crate::file_kind::open_text(path, buffer) {
         Ok(SearchText::Binary) => {
             return FileResult {
@@ -128,7 +131,10 @@ pub(super) fn search_file(
             };
         }
         Ok(SearchText::Whole(bytes)) => searcher.search_slice(&query.matcher, bytes, &mut sink),
-        Ok(SearchText::Stream(reader)) => searcher.search_reader(&query.matcher, reader, &mut sink),
+        Ok(SearchText::Stream(reader, encoding)) => {
+            sink.result.encoding = (encoding != Encoding::Utf8).then_some(encoding);
+            searcher.search_reader(&query.matcher, reader, &mut sink)
+        }
         Err(error) => Err(error),
     };
     if searched.is_err() {

@@ -9,9 +9,9 @@ use super::DEFAULT_LIMIT;
 use super::image::Problem;
 #[cfg(feature = "pdf")]
 use super::pdf::PdfError;
-use crate::file_kind::Encoding;
 #[cfg(feature = "image")]
 use crate::file_kind::ImageKind;
+use crate::file_kind::{Encoding, ForeignImage};
 
 /// Why a read failed. Each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +85,30 @@ pub(crate) enum ReadError {
         kind: Option<&'static str>,
         /// Where a NUL was found past the first bytes, and the file's encoding.
         nul: Option<(u64, Encoding)>,
+    },
+    /// An image in a format that cannot be decoded here (HEIC, AVIF, JPEG XL, …).
+    #[error(
+        "`{path}` is a {name} image{pixels} of {size}; read cannot decode {name}, so it is not \
+         sent. Convert it to PNG or JPEG with `bash` and read that, for example with \
+         ImageMagick: `magick {quoted} {png}` (`convert` on ImageMagick 6){more}.",
+        name = image.name,
+        pixels = image.size.map(|(w, h)| format!(" ({w}×{h} pixels)")).unwrap_or_default(),
+        size = human::size(*bytes),
+        quoted = shell_word(path),
+        png = shell_word(&png_name(path)),
+        more = match image.extension {
+            "heic" | "heif" | "avif" => ", or `heif-convert` from libheif",
+            "jxl" => ", or `djxl` from libjxl",
+            _ => "",
+        },
+    )]
+    ForeignImage {
+        /// The path as shown.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// What its header says.
+        image: ForeignImage,
     },
     /// A format this build was compiled without (a cargo feature of the crate is off).
     #[error(
@@ -317,5 +341,27 @@ pub(super) fn problem_words(problem: &Problem) -> String {
         Problem::CannotFit { .. } => {
             "it does not fit the image size limit even scaled down".to_owned()
         }
+    }
+}
+
+/// `path` as one word for a POSIX shell (quoted when it needs to be).
+fn shell_word(path: &str) -> String {
+    let plain = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,@%".contains(&b));
+    if plain {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    }
+}
+
+/// The name a PNG copy of `path` would take: its extension replaced by `png`.
+fn png_name(path: &str) -> String {
+    let file_start = path.rfind('/').map_or(0, |slash| slash + 1);
+    match path[file_start..].rfind('.') {
+        Some(dot) if dot > 0 => format!("{}.png", &path[..file_start + dot]),
+        _ => format!("{path}.png"),
     }
 }

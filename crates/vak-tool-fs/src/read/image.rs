@@ -12,7 +12,7 @@ use std::io::Read;
 use vak_tool_core::{Content, ToolOutput, human};
 
 pub(crate) use self::check::Problem;
-pub(crate) use self::fit::{FitLimits, Fitted};
+pub(crate) use self::fit::{FitLimits, Fitted, orientation_words};
 use super::Request;
 use super::error::ReadError;
 use crate::file_kind::ImageKind;
@@ -39,14 +39,30 @@ pub(crate) fn sent_note(fitted: &Fitted, limits: FitLimits) -> String {
     } else {
         "sent"
     };
-    let scaled = if changed.size == fitted.original {
+    let upright_size = match changed.turned {
+        Some(turned) if turned.to_exif() >= 5 => (fitted.original.1, fitted.original.0),
+        _ => fitted.original,
+    };
+    let scaled = if changed.size == upright_size {
         String::new()
     } else {
         " scaled down".to_owned()
     };
+    let mut before = String::new();
+    if let Some(turned) = changed.turned {
+        before.push_str(&format!(
+            "; its EXIF orientation ({}) says it is seen {}: it was turned upright before \
+             anything else, and what is sent has no orientation tag",
+            turned.to_exif(),
+            orientation_words(turned)
+        ));
+    }
+    if let Some(reason) = changed.converted {
+        before.push_str(&format!("; re-encoded since {reason}"));
+    }
     format!(
-        "; {what}{scaled} as {width}×{height} pixels, {format}, {size} (images are fitted to \
-         {side} px on the long side and {limit} of base64)",
+        "{before}; {what}{scaled} as {width}×{height} pixels, {format}, {size} (images are \
+         fitted to {side} px on the long side and {limit} of base64)",
         format = changed.format,
         size = human::size(changed.bytes),
         side = human::grouped(u64::from(limits.max_side)),

@@ -83,10 +83,11 @@ pub(super) fn render(shown: &str, page: &Page, budget: usize, encoding: Encoding
         };
         let _ = writeln!(
             out,
-            "[not valid UTF-8: line{s} {lines}{more} hold bytes that are not UTF-8, shown as \
+            "[not valid UTF-8: line{s} {lines}{more} {hold} bytes that are not UTF-8, shown as \
              U+FFFD (�); the file may use another encoding, e.g. Latin-1 (see it with `bash`: \
              iconv -f latin1 -t utf-8)]",
             s = if invalid_count == 1 { "" } else { "s" },
+            hold = if invalid_count == 1 { "holds" } else { "hold" },
             lines = invalid_lines.join(", "),
         );
     }
@@ -115,12 +116,23 @@ pub(super) fn render(shown: &str, page: &Page, budget: usize, encoding: Encoding
             "[the file starts with a UTF-8 byte order mark (BOM), not shown]"
         );
     }
-    if encoding != Encoding::Utf8 {
-        let _ = writeln!(
-            out,
-            "[the file is {}, shown decoded; edit and write keep that encoding]",
-            encoding.describe()
-        );
+    match encoding {
+        Encoding::Utf8 => {}
+        Encoding::Legacy(legacy) => {
+            let _ = writeln!(
+                out,
+                "[the file is not UTF-8 but {}, a legacy single-byte encoding (detected), shown \
+                 decoded; edit and write keep that encoding]",
+                legacy.name()
+            );
+        }
+        other => {
+            let _ = writeln!(
+                out,
+                "[the file is {}, shown decoded; edit and write keep that encoding]",
+                other.describe()
+            );
+        }
     }
     out.push_str(&hash_line(&page.hash));
     out

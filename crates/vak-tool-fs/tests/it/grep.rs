@@ -57,12 +57,12 @@ async fn grep_cases() {
     let dir = tree();
     let cases: &[(&str, Value, Expect<'_>)] = &[
         (
-            "content in walk order; ignored, binary and skipped folders left out; lossy UTF-8",
+            "content in walk order; ignored, binary and skipped folders left out; Latin-1 decoded",
             json!({"pattern": "hello"}),
             Expect::Listing(&[
                 ".hidden/h.txt:1:hello from hidden",
                 "README.md:2:hello again",
-                "latin.txt:1:caf\u{FFFD} hello",
+                "latin.txt:1:caf\u{e9} hello",
                 "src/main.rs:2:    println!(\"hello\");",
                 "src/target/gen.rs:1:// hello from a source folder named target",
             ]),

@@ -102,16 +102,8 @@ fn crc32(bytes: &[u8]) -> u32 {
 }
 
 #[tokio::test]
-async fn each_format_is_sent_as_it_is_when_it_fits() {
+async fn png_and_jpeg_are_sent_as_they_are_when_they_fit() {
     let gradient = picture(30, 20, false);
-    let mut gif = Cursor::new(Vec::new());
-    image::codecs::gif::GifEncoder::new(&mut gif)
-        .encode_frame(image::Frame::new(gradient.to_rgba8()))
-        .unwrap();
-    let mut webp = Cursor::new(Vec::new());
-    gradient
-        .write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut webp))
-        .unwrap();
     for (name, bytes, media, line) in [
         (
             "a.png",
@@ -124,18 +116,6 @@ async fn each_format_is_sent_as_it_is_when_it_fits() {
             encoded(&gradient, ImageFormat::Jpeg),
             "image/jpeg",
             "JPEG image, 30×20 pixels",
-        ),
-        (
-            "c.gif",
-            gif.into_inner(),
-            "image/gif",
-            "GIF image, 30×20 pixels",
-        ),
-        (
-            "d.webp",
-            webp.into_inner(),
-            "image/webp",
-            "WebP image, 30×20 pixels",
         ),
     ] {
         let ws = Workspace::new();
@@ -153,6 +133,44 @@ async fn each_format_is_sent_as_it_is_when_it_fits() {
         let (sent_media, sent) = image_block(&out).unwrap();
         assert_eq!(sent_media, media, "{name}");
         assert_eq!(sent, bytes, "{name}: not the file's own bytes");
+    }
+}
+
+#[tokio::test]
+async fn gif_webp_tiff_and_bmp_are_sent_as_png() {
+    let gradient = picture(30, 20, false);
+    let mut gif = Cursor::new(Vec::new());
+    image::codecs::gif::GifEncoder::new(&mut gif)
+        .encode_frame(image::Frame::new(gradient.to_rgba8()))
+        .unwrap();
+    let mut webp = Cursor::new(Vec::new());
+    gradient
+        .write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut webp))
+        .unwrap();
+    for (name, bytes, kind, lossless) in [
+        ("c.gif", gif.into_inner(), "GIF", false),
+        ("d.webp", webp.into_inner(), "WebP", true),
+        ("e.tif", encoded(&gradient, ImageFormat::Tiff), "TIFF", true),
+        ("f.bmp", encoded(&gradient, ImageFormat::Bmp), "BMP", true),
+    ] {
+        let ws = Workspace::new();
+        fs::write(ws.path(name), &bytes).unwrap();
+        let out = ws.call("read", json!({"path": name})).await;
+        let text = out.text_content();
+        assert!(!out.is_error, "{name}: {text}");
+        assert!(
+            text.starts_with(&format!("`{name}`: {kind} image, 30×20 pixels, ")),
+            "{text}"
+        );
+        assert!(text.contains("; re-encoded since "), "{text}");
+        assert!(text.contains("sent as 30×20 pixels, PNG"), "{text}");
+        let (sent_media, sent) = image_block(&out).unwrap();
+        assert_eq!(sent_media, "image/png", "{name}");
+        assert_eq!(strict_decode("image/png", &sent), Ok((30, 20)), "{name}");
+        if lossless {
+            let pixels = image::load_from_memory(&sent).unwrap().to_rgb8();
+            assert_eq!(pixels, gradient.to_rgb8(), "{name}: pixels changed");
+        }
     }
 }
 

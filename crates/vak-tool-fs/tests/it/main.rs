@@ -13,5 +13,6 @@ mod notebook;
 #[cfg(feature = "pdf")]
 mod pdf;
 mod read;
+mod real_tools;
 mod tree;
 mod write;

@@ -293,12 +293,23 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "invalid UTF-8 is shown lossily and said so",
+            Some(("l.txt", b"caf\xc3\xa9\nok\nna\xefve\n".to_vec())),
+            json!({"path": "l.txt"}),
+            Exact(
+                "     1\tcaf\u{e9}\n     2\tok\n     3\tna\u{fffd}ve\n[not valid UTF-8: line 3 \
+                 holds bytes that are not UTF-8, shown as U+FFFD (\u{fffd}); the file may use \
+                 another encoding, e.g. Latin-1 (see it with `bash`: iconv -f latin1 -t utf-8)]\n"
+                    .into(),
+            ),
+        ),
+        case(
+            "a legacy encoding the detector is sure of is decoded and named",
             Some(("l.txt", b"caf\xe9\nok\nna\xefve\n".to_vec())),
             json!({"path": "l.txt"}),
             Exact(
-                "     1\tcaf\u{fffd}\n     2\tok\n     3\tna\u{fffd}ve\n[not valid UTF-8: lines 1, \
-                 3 hold bytes that are not UTF-8, shown as U+FFFD (\u{fffd}); the file may use \
-                 another encoding, e.g. Latin-1 (see it with `bash`: iconv -f latin1 -t utf-8)]\n"
+                "     1\tcaf\u{e9}\n     2\tok\n     3\tna\u{ef}ve\n[the file is not UTF-8 but \
+                 windows-1252, a legacy single-byte encoding (detected), shown decoded; edit and \
+                 write keep that encoding]\n"
                     .into(),
             ),
         ),

@@ -73,16 +73,35 @@ fn cases() -> Vec<Case> {
             after: vec![("f.txt", "same\n")],
         },
         Case {
-            name: "dropping CRLF endings is pointed out",
+            name: "LF content over a CRLF file keeps CRLF, and says so",
             before: vec![("w.txt", "a\r\nb\r\n")],
             path: "w.txt",
             content: "a\nc\n",
             expect: Written(
-                "Overwrote `w.txt` (4 B, 2 lines; it had 6 B before).\n[note: the old \
-                 file used CRLF (\\r\\n) line endings and the new content uses LF only; if the \
-                 file should keep CRLF, write it again with \\r\\n endings]\n",
+                "Overwrote `w.txt` (6 B, 2 lines; it had 6 B before).\n[the file's lines end \
+                 with CRLF (\\r\\n): the content's LF endings were written as CRLF, as before \
+                 (content with \\r\\n endings of its own is written as given)]\n",
             ),
-            after: vec![("w.txt", "a\nc\n")],
+            after: vec![("w.txt", "a\r\nc\r\n")],
+        },
+        Case {
+            name: "content with CRLF of its own over an LF file is written as given",
+            before: vec![("w.txt", "a\nb\n")],
+            path: "w.txt",
+            content: "a\r\nc\r\n",
+            expect: Written("Overwrote `w.txt` (6 B, 2 lines; it had 4 B before).\n"),
+            after: vec![("w.txt", "a\r\nc\r\n")],
+        },
+        Case {
+            name: "a UTF-8 byte order mark is kept",
+            before: vec![("b.txt", "\u{feff}a\n")],
+            path: "b.txt",
+            content: "c\n",
+            expect: Written(
+                "Overwrote `b.txt` (5 B, 1 line; it had 5 B before).\n[the file's UTF-8 byte \
+                 order mark (BOM) was kept]\n",
+            ),
+            after: vec![("b.txt", "\u{feff}c\n")],
         },
         Case {
             name: "a directory is refused",
@@ -136,9 +155,15 @@ async fn write_cases() {
         match &case.expect {
             Expect::Written(want) => {
                 assert!(!out.is_error, "{}: {text}", case.name);
+                // The hash is of the bytes written: the content, or what keeping made of it.
+                let written = case
+                    .after
+                    .iter()
+                    .find(|(path, _)| *path == case.path)
+                    .map_or(case.content, |(_, after)| after);
                 assert_eq!(
                     text,
-                    format!("{want}{}", hash_line(case.content.as_bytes())),
+                    format!("{want}{}", hash_line(written.as_bytes())),
                     "{}",
                     case.name
                 );

@@ -8,11 +8,18 @@
 //!   not grey pixels).
 //! - GIF and WebP: the `image` crate's decoders, which fail on a truncated file; of an animation
 //!   only the first frame is decoded, since only the first frame is ever sent (re-encoded).
+//! - TIFF and BMP: the `image` crate's decoders, whole (a strip or row missing is an error).
 //!
 //! Every decoder is given a memory limit first, from the pixel size in the header.
+//!
+//! The check also notes what keeps a file from being sent as it is: an EXIF orientation other
+//! than upright (JPEG, PNG, WebP, TIFF: the pixels are turned before anything else, since model
+//! APIs do not all honour the tag), CMYK pixels (a JPEG from print work, which several model
+//! APIs reject), or a format that not every model API takes (GIF, WebP, TIFF, BMP).
 
 use std::io::Cursor;
 
+use image::metadata::Orientation;
 use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 
 use crate::file_kind::ImageKind;
@@ -26,6 +33,32 @@ pub(super) struct Checked {
     pub(super) size: (u32, u32),
     /// More than one frame: only the first is sent, re-encoded.
     pub(super) animated: bool,
+    /// How the pixels must be turned to stand upright (its EXIF orientation).
+    pub(super) orientation: Orientation,
+    /// Why the file cannot be sent as it is even when it fits, such as `its pixels are CMYK`.
+    pub(super) convert: Option<&'static str>,
+}
+
+/// Why a format is always re-encoded: not every model API takes it.
+fn foreign_format(kind: ImageKind) -> Option<&'static str> {
+    match kind {
+        ImageKind::Png | ImageKind::Jpeg => None,
+        ImageKind::Gif => Some("GIF is not taken by every model API"),
+        ImageKind::Webp => Some("WebP is not taken by every model API"),
+        ImageKind::Tiff => Some("model APIs do not take TIFF"),
+        ImageKind::Bmp => Some("model APIs do not take BMP"),
+    }
+}
+
+/// The orientation an EXIF block gives (upright when it gives none).
+fn exif_orientation(exif: Option<&[u8]>) -> Orientation {
+    exif.and_then(Orientation::from_exif_chunk)
+        .unwrap_or(Orientation::NoTransforms)
+}
+
+/// The orientation a decoder reports, upright when it cannot tell.
+fn decoder_orientation(decoder: &mut impl ImageDecoder) -> Orientation {
+    decoder.orientation().unwrap_or(Orientation::NoTransforms)
 }
 
 /// Why an image cannot be sent.
@@ -79,6 +112,12 @@ pub(super) fn header_size(bytes: &[u8], kind: ImageKind) -> Result<(u32, u32), P
             .map_err(|error| damaged(&error))?
             .dimensions(),
         ImageKind::Webp => image::codecs::webp::WebPDecoder::new(Cursor::new(bytes))
+            .map_err(|error| damaged(&error))?
+            .dimensions(),
+        ImageKind::Tiff => image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes))
+            .map_err(|error| damaged(&error))?
+            .dimensions(),
+        ImageKind::Bmp => image::codecs::bmp::BmpDecoder::new(Cursor::new(bytes))
             .map_err(|error| damaged(&error))?
             .dimensions(),
     };
@@ -165,6 +204,7 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                 .info()
                 .animation_control()
                 .is_some_and(|control| control.num_frames > 1);
+            let orientation = exif_orientation(reader.info().exif_metadata.as_deref());
             let len = reader
                 .output_buffer_size()
                 .ok_or_else(|| Problem::Damaged("its size overflows".into()))?;
@@ -177,15 +217,26 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                 pixels: None,
                 size,
                 animated,
+                orientation,
+                convert: None,
             })
         }
         ImageKind::Jpeg => {
             let mut decoder = jpeg_decoder(bytes);
             decoder.decode().map_err(|error| damaged(&error))?;
+            let cmyk = matches!(
+                decoder.input_colorspace(),
+                Some(
+                    zune_core::colorspace::ColorSpace::CMYK
+                        | zune_core::colorspace::ColorSpace::YCCK
+                )
+            );
             Ok(Checked {
                 pixels: None,
                 size,
                 animated: false,
+                orientation: exif_orientation(decoder.exif().map(Vec::as_slice)),
+                convert: cmyk.then_some("its pixels are CMYK, which several model APIs reject"),
             })
         }
         ImageKind::Gif => {
@@ -205,6 +256,8 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                 pixels: Some(DynamicImage::ImageRgba8(first.into_buffer())),
                 size,
                 animated,
+                orientation: Orientation::NoTransforms,
+                convert: foreign_format(kind),
             })
         }
         ImageKind::Webp => {
@@ -213,6 +266,7 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
             decoder
                 .set_limits(limits(decode_limit))
                 .map_err(|error| damaged(&error))?;
+            let orientation = decoder_orientation(&mut decoder);
             if decoder.has_animation() {
                 let first = decoder
                     .into_frames()
@@ -223,6 +277,8 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                     pixels: Some(DynamicImage::ImageRgba8(first.into_buffer())),
                     size,
                     animated: true,
+                    orientation,
+                    convert: foreign_format(kind),
                 });
             }
             let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
@@ -230,6 +286,39 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                 pixels: Some(pixels),
                 size,
                 animated: false,
+                orientation,
+                convert: foreign_format(kind),
+            })
+        }
+        ImageKind::Tiff => {
+            let mut decoder = image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes))
+                .map_err(|error| damaged(&error))?;
+            decoder
+                .set_limits(limits(decode_limit))
+                .map_err(|error| damaged(&error))?;
+            let orientation = decoder_orientation(&mut decoder);
+            let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
+            Ok(Checked {
+                pixels: Some(pixels),
+                size,
+                animated: false,
+                orientation,
+                convert: foreign_format(kind),
+            })
+        }
+        ImageKind::Bmp => {
+            let mut decoder = image::codecs::bmp::BmpDecoder::new(Cursor::new(bytes))
+                .map_err(|error| damaged(&error))?;
+            decoder
+                .set_limits(limits(decode_limit))
+                .map_err(|error| damaged(&error))?;
+            let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
+            Ok(Checked {
+                pixels: Some(pixels),
+                size,
+                animated: false,
+                orientation: Orientation::NoTransforms,
+                convert: foreign_format(kind),
             })
         }
     }
@@ -246,6 +335,8 @@ pub(super) fn decode(
         ImageKind::Jpeg => ImageFormat::Jpeg,
         ImageKind::Gif => ImageFormat::Gif,
         ImageKind::Webp => ImageFormat::WebP,
+        ImageKind::Tiff => ImageFormat::Tiff,
+        ImageKind::Bmp => ImageFormat::Bmp,
     };
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     reader.limits(limits(decode_limit));

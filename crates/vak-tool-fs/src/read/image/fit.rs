@@ -1,14 +1,17 @@
-//! Fitting a checked image to what model APIs take: at most `max_side` pixels on its long side
-//! and `max_base64` bytes of base64. An image that already fits is sent byte for byte; one that
-//! does not is scaled down with a Lanczos filter and re-encoded (JPEG stays JPEG, everything else
-//! becomes PNG), and if that is still too large, it is encoded as JPEG and scaled down further,
-//! a quarter at a time.
+//! Fitting a checked image to what model APIs take: upright, RGB(A), PNG or JPEG, at most
+//! `max_side` pixels on its long side and `max_base64` bytes of base64. An upright PNG or JPEG
+//! (not CMYK) that already fits is sent byte for byte. Any other is decoded, turned upright by
+//! its EXIF orientation first (so the limits apply to the upright picture, and the tag, which
+//! a re-encoded file no longer carries, cannot turn it twice), scaled down with a Lanczos filter
+//! when too large, and re-encoded (JPEG stays JPEG, everything else becomes PNG); if that is
+//! still too large, it is encoded as JPEG and scaled down further, a quarter at a time.
 
 use std::io::Cursor;
 
 use base64::Engine as _;
 use image::imageops::FilterType;
-use image::{DynamicImage, ImageFormat};
+use image::metadata::Orientation;
+use image::{DynamicImage, GenericImageView as _, ImageFormat};
 
 use super::check::{Checked, Problem, decode};
 use crate::file_kind::ImageKind;
@@ -53,6 +56,24 @@ pub(crate) struct Changed {
     pub(crate) bytes: u64,
     /// Only the first frame of an animation is sent.
     pub(crate) first_frame: bool,
+    /// The EXIF orientation the pixels were turned by, when not upright.
+    pub(crate) turned: Option<Orientation>,
+    /// Why the file could not be sent as it is, apart from its size.
+    pub(crate) converted: Option<&'static str>,
+}
+
+/// What an EXIF orientation asks for, in words: `turned 90° clockwise`.
+pub(crate) fn orientation_words(orientation: Orientation) -> &'static str {
+    match orientation {
+        Orientation::NoTransforms => "upright",
+        Orientation::Rotate90 => "turned 90° clockwise",
+        Orientation::Rotate180 => "turned 180°",
+        Orientation::Rotate270 => "turned 90° counter-clockwise",
+        Orientation::FlipHorizontal => "mirrored left to right",
+        Orientation::FlipVertical => "mirrored top to bottom",
+        Orientation::Rotate90FlipH => "turned 90° clockwise and mirrored",
+        Orientation::Rotate270FlipH => "turned 90° counter-clockwise and mirrored",
+    }
 }
 
 /// The length of the base64 text of `bytes` bytes.
@@ -67,9 +88,13 @@ pub(super) fn fit(
     checked: Checked,
     limits: FitLimits,
 ) -> Result<Fitted, Problem> {
-    let (width, height) = checked.size;
-    let long = width.max(height);
-    if long <= limits.max_side && base64_len(bytes.len()) <= limits.max_base64 && !checked.animated
+    let long = checked.size.0.max(checked.size.1);
+    let upright = checked.orientation == Orientation::NoTransforms;
+    if long <= limits.max_side
+        && base64_len(bytes.len()) <= limits.max_base64
+        && !checked.animated
+        && upright
+        && checked.convert.is_none()
     {
         return Ok(Fitted {
             media_type: kind.media_type(),
@@ -78,10 +103,13 @@ pub(super) fn fit(
             changed: None,
         });
     }
-    let pixels = match checked.pixels {
+    let mut pixels = match checked.pixels {
         Some(pixels) => pixels,
         None => decode(bytes, kind, limits.decode_bytes)?,
     };
+    // Upright first: the limits are for the picture as it is seen.
+    pixels.apply_orientation(checked.orientation);
+    let (width, height) = pixels.dimensions();
     let mut scale = (f64::from(limits.max_side) / f64::from(long)).min(1.0);
     let mut jpeg = kind == ImageKind::Jpeg;
     let mut smallest = usize::MAX;
@@ -105,6 +133,8 @@ pub(super) fn fit(
                     format: if jpeg { "JPEG" } else { "PNG" },
                     bytes: encoded.len() as u64,
                     first_frame: checked.animated,
+                    turned: (!upright).then_some(checked.orientation),
+                    converted: checked.convert,
                 }),
             });
         }
