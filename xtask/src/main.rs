@@ -19,6 +19,7 @@
 #![allow(clippy::print_stdout, reason = "xtask reports to the terminal")]
 
 mod bench_search;
+mod old_browser;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -295,6 +296,7 @@ fn ci() -> Result<(), String> {
         ],
         &[],
     )?;
+    old_browser::test_browse_against_older(&project_root())?;
     step(
         "doctest",
         &["test", "--workspace", "--all-features", "--doc"],

@@ -54,8 +54,10 @@
 //!   (Debian's `chromium` is a script that `exec`s the real binary under the same pid), then the
 //!   process group it was started in; the call returns only after no live process of that group
 //!   is left.
-//! - **Reading the result.** Exit 0 with a non-empty DOM is success. An empty DOM with
-//!   `Page load failed: net::ERR_…` in the log becomes an error naming the code. The proxy's
+//! - **Reading the result.** Exit 0 with a non-empty DOM is success, unless the DOM is
+//!   Chromium's own network-error page (recognised by its structure, not its words: Chromium
+//!   148 and 150 print it as the page and log nothing), or the DOM is empty and the log says
+//!   `Page load failed: net::ERR_…` (156): either way an error naming the `ERR_…` code. The proxy's
 //!   refusal of the main document (or of a redirect on the way to it) is trusted over the DOM,
 //!   which is then the proxy's `403` page. Output captured at a deadline kill counts only when it
 //!   ends with `</html>`; that sentinel is not used otherwise, since SVG and XML documents have
@@ -70,7 +72,9 @@
 #![forbid(unsafe_code)]
 
 mod discover;
+mod doctor;
 mod error;
+mod error_page;
 mod launch;
 mod main_document;
 mod settings;
@@ -95,6 +99,7 @@ use vak_tool_core::{
     CancellationToken, Capability, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
+pub use crate::doctor::doctor;
 pub use crate::settings::BrowseSettings;
 
 use crate::error::BrowseError;

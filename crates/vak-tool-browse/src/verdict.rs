@@ -11,14 +11,17 @@
 //! 3. At a deadline kill, the output counts only when it ends with a closed `</html>`: the
 //!    browser had finished printing. (Only then: an SVG or XML document has no `</html>`, and a
 //!    browser that exited by itself printed all it had.)
-//! 4. Otherwise success is exit 0 with a non-empty DOM. An empty DOM with
-//!    `Page load failed: net::ERR_…` in the log is an error naming that code.
+//! 4. A failed load is an error naming its `ERR_…` code, whichever way this browser version
+//!    says it: Chromium's own network-error page in place of the DOM (148, 150), an empty DOM
+//!    with `Page load failed: net::ERR_…` in the log (156), or both (see [`failed_load`]).
+//! 5. Otherwise success is exit 0 with a non-empty DOM.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::BrowseError;
+use crate::error_page::net_error_page;
 use crate::launch::Ending;
 use crate::main_document::Report;
 
@@ -138,6 +141,12 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
         });
     }
     let has_dom = !captured.dom.trim().is_empty();
+    if let Some(code) = failed_load(captured) {
+        return Err(BrowseError::LoadFailed {
+            code,
+            blocked: evidence.report.blocked.clone(),
+        });
+    }
     let load_timed_out = evidence.reached_timeout || captured.log.contains("Page load timed out");
     match evidence.ending {
         Ending::Cancelled => Err(BrowseError::Cancelled),
@@ -158,12 +167,6 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
             load_timed_out,
         }),
         Ending::Exited(status) => {
-            if !has_dom && let Some(code) = load_failure(&captured.log) {
-                return Err(BrowseError::LoadFailed {
-                    code,
-                    blocked: evidence.report.blocked.clone(),
-                });
-            }
             let how = match status.code() {
                 Some(0) => "exited normally".to_owned(),
                 Some(code) => format!("exited with status {code}"),
@@ -181,6 +184,24 @@ pub(crate) fn judge(evidence: &Evidence<'_>) -> Result<Accepted, BrowseError> {
 /// Whether the output ends with a closed `</html>` (whitespace after it allowed).
 pub(crate) fn closes_html(tail: &str) -> bool {
     tail.trim_end().to_ascii_lowercase().ends_with("</html>")
+}
+
+/// The `ERR_…` code of a load that failed, from whichever signal this browser version gives:
+/// its network-error page in place of the DOM (Chromium 148 and 150, which log nothing about
+/// it), or an empty DOM with `Page load failed: net::ERR_…` in the log (156 and later), or both.
+/// A DOM that is not the error page is a page, whatever the log says (a subframe's failure is
+/// not the page's).
+pub(crate) fn failed_load(captured: &Captured) -> Option<String> {
+    let logged = load_failure(&captured.log);
+    if let Some(page) = net_error_page(&captured.dom) {
+        // The page names the code it was rendered for; the log line, when there is one, names
+        // the same. Without either, Chromium's generic code.
+        return Some(page.code.or(logged).unwrap_or_else(|| "ERR_FAILED".to_owned()));
+    }
+    if captured.dom.trim().is_empty() {
+        return logged;
+    }
+    None
 }
 
 /// The `ERR_…` code of `Page load failed: net::ERR_…`, if the log has one.
@@ -358,6 +379,70 @@ mod tests {
                 (got, expected) => panic!("{ending:?} {dom:?}: got {got:?}, expected {expected:?}"),
             }
         }
+    }
+
+    /// Recorded real outputs (tests/fixtures/README.md): Chromium 150 prints its error page and
+    /// logs nothing; 156 prints nothing and logs `Page load failed`.
+    const C150_DOM: &str = include_str!("../tests/fixtures/chromium-150/https-closed.dom");
+    const C150_LOG: &str = include_str!("../tests/fixtures/chromium-150/https-closed.log");
+    const C156_DOM: &str = include_str!("../tests/fixtures/chromium-156/https-closed.dom");
+    const C156_LOG: &str = include_str!("../tests/fixtures/chromium-156/https-closed.log");
+
+    fn judged(ending: Ending, dom: &str, log: &str) -> Result<Accepted, BrowseError> {
+        let captured = Captured {
+            dom: dom.into(),
+            dom_bytes: dom.len() as u64,
+            cut: false,
+            tail: dom[dom.len().saturating_sub(64)..].into(),
+            log: log.into(),
+        };
+        judge(&Evidence {
+            ending,
+            captured: &captured,
+            report: &Report::default(),
+            refusal_page: false,
+            reached_timeout: false,
+            deadline: Duration::from_secs(20),
+            browser: Path::new("/usr/bin/chromium"),
+        })
+    }
+
+    /// Each shape of a failed load, from recorded output of two Chromium versions: the log
+    /// line only (156), the error page only (150), both (the page of one and the log of the
+    /// other, as a version printing both would), and the error page at a deadline kill.
+    #[test]
+    fn a_failed_load_is_an_error_on_every_chromium() {
+        let shapes = [
+            ("log line only (156)", exited(0), C156_DOM, C156_LOG),
+            ("error page only (150)", exited(0), C150_DOM, C150_LOG),
+            ("both", exited(0), C150_DOM, C156_LOG),
+            ("error page at the deadline", Ending::Deadline, C150_DOM, C150_LOG),
+        ];
+        assert!(!C150_LOG.contains("Page load failed"), "the 150 log has no load line");
+        assert!(C156_DOM.trim().is_empty(), "156 prints no DOM");
+        for (shape, ending, dom, log) in shapes {
+            let error = judged(ending, dom, log).expect_err(shape).to_string();
+            assert!(
+                error.contains("the browser could not load the page: net::ERR_CONNECTION_CLOSED"),
+                "{shape}: {error}"
+            );
+        }
+    }
+
+    /// A real page that talks about a failed load is still a page, and a page is not turned
+    /// into an error by a log line about something else's failure.
+    #[test]
+    fn a_page_about_errors_is_a_page() {
+        let page = "<html><head><title>Help</title></head><body class=\"article\"><h1>This site \
+                    can’t be reached</h1><p>Chrome says ERR_CONNECTION_CLOSED when the server \
+                    hangs up.</p></body></html>";
+        assert!(judged(exited(0), page, "").is_ok());
+        assert!(judged(exited(0), page, C156_LOG).is_ok());
+        // The error page's words, without its structure.
+        let body_start = C150_DOM.find("<body").unwrap();
+        let words_only = format!("<html><body>{}</html>", &C150_DOM[body_start + 5..]);
+        let words_only = words_only.replace("id=\"main-frame-error\"", "id=\"article\"");
+        assert!(judged(exited(0), &words_only, "").is_ok());
     }
 
     #[test]

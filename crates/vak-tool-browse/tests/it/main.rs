@@ -307,6 +307,32 @@ async fn failed_loads_are_errors_not_pages() {
     setup.assert_nothing_left();
 }
 
+/// Issue 29: the failure is told by the error page's structure or the browser's log, never by
+/// words, so a real page about connection errors comes back as a page on every version.
+#[tokio::test]
+async fn a_page_that_talks_about_network_errors_is_a_page() {
+    let Some(browser) = browser_or_skip("a_page_that_talks_about_network_errors_is_a_page") else {
+        return;
+    };
+    let server = Server::start(
+        TEST_HOST,
+        vec![(
+            "/help",
+            html(
+                "<h1>This site can’t be reached</h1><p>127.0.0.1 unexpectedly closed the \
+                 connection.</p><div class=\"error-code\">ERR_CONNECTION_CLOSED</div>",
+            ),
+        )],
+    )
+    .await;
+    let setup = setup(Some(&browser), Duration::from_secs(20));
+    let text = ok_text(&setup.browse(json!({"url": server.url("/help")})).await);
+    assert!(text.contains("This site can’t be reached"), "{text}");
+    // Markdown escapes the underscores.
+    assert!(text.contains("ERR\\_CONNECTION\\_CLOSED"), "{text}");
+    setup.assert_nothing_left();
+}
+
 #[tokio::test]
 async fn a_hanging_subresource_does_not_hold_the_page() {
     let Some(browser) = browser_or_skip("a_hanging_subresource_does_not_hold_the_page") else {
