@@ -261,6 +261,74 @@ fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String>
     }
 }
 
+/// The npm packages of the language servers the diagnostics tests drive (vak-tool-lsp and
+/// tests/e2e), by the program each gives. TypeScript stays at 5: TypeScript 7 has no
+/// `tsserver.js`, which typescript-language-server runs.
+const NPM_LANGUAGE_SERVERS: &[(&str, &str)] = &[
+    ("pyright-langserver", "pyright@1"),
+    ("typescript-language-server", "typescript-language-server@5"),
+];
+
+/// Whether npm's global folder holds TypeScript's `tsserver.js`.
+fn global_tsserver() -> bool {
+    Command::new("npm")
+        .args(["root", "-g"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .is_some_and(|out| {
+            let root = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            Path::new(&root).join("typescript/lib/tsserver.js").is_file()
+        })
+}
+
+/// Installs the language servers of the diagnostics tests when missing: pyright,
+/// typescript-language-server and TypeScript 5 from npm, clangd from Debian (apt-get, as root).
+/// Under CI=true those tests fail without them; rust-analyzer cannot be installed here (rustup
+/// would download it) and is not tested.
+fn ensure_language_servers() -> Result<(), String> {
+    let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
+    let mut packages: Vec<&str> = NPM_LANGUAGE_SERVERS
+        .iter()
+        .filter(|(program, _)| !on_path(program))
+        .map(|(_, package)| *package)
+        .collect();
+    if !on_path("npm") && is_root() && on_path("apt-get") {
+        println!("xtask: installing nodejs and npm with apt-get (for the language servers)");
+        run("apt-get", &["update", "-qq"], &quiet)?;
+        run("apt-get", &["install", "-y", "-qq", "nodejs", "npm"], &quiet)?;
+    }
+    if on_path("npm") {
+        if !global_tsserver() {
+            packages.push("typescript@5");
+        }
+        if !packages.is_empty() {
+            println!("xtask: installing {} with npm (not found)", packages.join(", "));
+            let mut args = vec!["install", "-g", "--no-fund", "--no-audit"];
+            args.extend(&packages);
+            run("npm", &args, &[])?;
+        }
+    } else if !packages.is_empty() {
+        println!(
+            "xtask: no npm, so the diagnostics tests with pyright and TypeScript will fail under \
+             CI: install Node.js and npm"
+        );
+    }
+    if !on_path("clangd") {
+        if is_root() && on_path("apt-get") {
+            println!("xtask: installing clangd with apt-get (not found)");
+            run("apt-get", &["update", "-qq"], &quiet)?;
+            run("apt-get", &["install", "-y", "-qq", "clangd"], &quiet)?;
+        } else {
+            println!(
+                "xtask: no clangd, so the diagnostics test with C will fail under CI: install it \
+                 (Debian/Ubuntu: `sudo apt-get install clangd`)"
+            );
+        }
+    }
+    Ok(())
+}
+
 fn step(title: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     println!("\n==> {title}: cargo {}", args.join(" "));
     run("cargo", args, env).map_err(|error| format!("{title} failed: {error}"))
@@ -270,6 +338,7 @@ fn ci() -> Result<(), String> {
     ensure_cargo_tools()?;
     ensure_browser()?;
     ensure_python_mcp()?;
+    ensure_language_servers()?;
     ensure_file_tools()?;
     step("format", &["fmt", "--all", "--check"], &[])?;
     step(

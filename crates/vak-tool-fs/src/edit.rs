@@ -169,6 +169,7 @@ impl Tool for EditTool {
 
     async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let path = ctx.resolve_path(&args.path).map_err(EditError::from)?;
+        let changed = [path.clone()];
         let request = Request {
             given: ctx.cwd().join(&args.path),
             shown: ctx.display_path(&path),
@@ -196,7 +197,16 @@ impl Tool for EditTool {
         let _guard = token.clone().drop_guard();
         let seen = ctx.session().state::<Seen>();
         match tokio::task::spawn_blocking(move || run(&request, &token, &seen)).await {
-            Ok(result) => Ok(result.map(ToolOutput::text)?),
+            Ok(result) => {
+                let mut text = result?;
+                // What observers say of the change (a language server's diagnostics): never an
+                // error, the file was written.
+                if let Some(section) = ctx.files_changed(&changed).await {
+                    text.push_str("\n\n");
+                    text.push_str(&section);
+                }
+                Ok(ToolOutput::text(text))
+            }
             Err(error) => Err(ToolError::new(format!(
                 "the edit stopped with an internal error ({error}); the file was not written. \
                  This is a bug in vak-tools, not in your call."

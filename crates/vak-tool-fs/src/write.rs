@@ -203,11 +203,18 @@ impl Tool for WriteTool {
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         // The model knows what it wrote: no staleness check against an earlier read.
         let path = ctx.resolve_path(&args.path).ok();
-        let text = run(args, ctx, self.settings.write_bytes, self.before_rename).await?;
+        let changed = ctx.resolve_path(&args.path).ok();
+        let mut text = run(args, ctx, self.settings.write_bytes, self.before_rename).await?;
         if let Some(path) = path {
             ctx.session()
                 .state::<crate::seen::Seen>()
                 .forget_path(&path);
+        }
+        // What observers say of the change (a language server's diagnostics): never an error,
+        // the file was written.
+        if let Some(section) = ctx.files_changed(changed.as_slice()).await {
+            text.push_str("\n\n");
+            text.push_str(&section);
         }
         Ok(ToolOutput::text(text))
     }

@@ -35,6 +35,9 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 /// enabled = true
 /// db = ".vak/commitments.db"     # relative to the workspace
 ///
+/// [lsp]
+/// wait_ms = 3000                 # how long a change waits for its diagnostics
+///
 /// [mcp]
 /// ledger_bytes = 268435456       # results kept whole for `recall`
 /// max_body_bytes = 4194304       # largest request body `mcp --http` reads
@@ -84,6 +87,13 @@ pub struct Config {
     #[cfg(not(feature = "commitment"))]
     #[serde(skip_serializing)]
     commitment: Uncompiled,
+    /// `[lsp]`: the language servers whose diagnostics `edit`, `write` and `diagnostics`
+    /// report.
+    #[cfg(feature = "lsp")]
+    pub lsp: vak_tool_lsp::LspSettings,
+    #[cfg(not(feature = "lsp"))]
+    #[serde(skip_serializing)]
+    lsp: Uncompiled,
     /// `[mcp]`: the MCP server's bounds, [`McpSettings`](vak_mcp::McpSettings).
     #[cfg(feature = "mcp")]
     pub mcp: vak_mcp::McpSettings,
@@ -282,6 +292,19 @@ mod tests {
             let error = Config::from_toml_str(bad).unwrap_err().to_string();
             assert!(error.contains(needle), "{bad:?}: {error}");
         }
+    }
+
+    #[cfg(feature = "lsp")]
+    #[test]
+    fn the_lsp_section_reaches_its_settings() {
+        let text = "[lsp]\nwait_ms = 500\n[lsp.servers.mine]\ncommand = [\"my-ls\"]\nextensions = [\"x\"]\n";
+        let config = Config::from_toml_str(text).unwrap();
+        assert_eq!(config.lsp.wait_ms, 500);
+        assert_eq!(config.lsp.servers["mine"].command, ["my-ls"]);
+        let error = Config::from_toml_str("[lsp]\nwait = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("wait"), "{error}");
     }
 
     #[test]

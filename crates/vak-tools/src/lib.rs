@@ -13,6 +13,7 @@
 //! | `net` | `webfetch` | `vak-tool-net` | no |
 //! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
 //! | `commitment` | `commitments` (with `[commitment] enabled = true`) | `vak-tool-commitments` | no |
+//! | `lsp` | `diagnostics`, and diagnostics appended to `edit`/`write` results (`[lsp]`) | `vak-tool-lsp` | no |
 //! | `full` | all of the above | | no |
 //! | `mcp` | the MCP server (not a tool: not in `full`) | `vak-mcp` | no |
 //!
@@ -78,6 +79,10 @@ pub use vak_tool_browse as browse;
 #[cfg(feature = "commitment")]
 pub use vak_tool_commitments as commitments;
 
+/// The `diagnostics` tool and the language-server observer of changed files.
+#[cfg(feature = "lsp")]
+pub use vak_tool_lsp as lsp;
+
 /// The registry of every tool compiled in and enabled by `config`, each built with its own
 /// section of the configuration.
 ///
@@ -106,6 +111,10 @@ pub fn registry(config: &Config) -> Registry {
     if config.commitment.enabled {
         vak_tool_commitments::register(&mut registry, &config.commitment);
     }
+    // Language-server diagnostics: the `diagnostics` tool, and the observer that appends them
+    // to the results of `edit`, `write` and `apply_patch`.
+    #[cfg(feature = "lsp")]
+    vak_tool_lsp::register(&mut registry, &config.lsp, config.permissions.mode);
     let _ = config;
     registry
 }

@@ -3,6 +3,7 @@
 
 mod commitments;
 mod dialects;
+mod lsp;
 mod robustness;
 mod third_party;
 mod tools_doc;
@@ -24,15 +25,25 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
     assert_eq!(
         tools.names(),
         [
-            "bash", "browse", "edit", "glob", "grep", "jobs", "read", "tree", "webfetch", "write"
+            "bash",
+            "browse",
+            "diagnostics",
+            "edit",
+            "glob",
+            "grep",
+            "jobs",
+            "read",
+            "tree",
+            "webfetch",
+            "write"
         ]
     );
     let out = tools.call("no_such_tool", json!({}), &ctx).await;
     assert!(out.is_error);
     assert_eq!(
         out.text_content(),
-        "unknown tool `no_such_tool`. The tools are: bash, browse, edit, glob, grep, jobs, \
-         read, tree, webfetch, write."
+        "unknown tool `no_such_tool`. The tools are: bash, browse, diagnostics, edit, glob, grep, \
+         jobs, read, tree, webfetch, write."
     );
 }
 
