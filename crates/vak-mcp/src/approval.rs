@@ -4,7 +4,7 @@ use rmcp::RoleServer;
 use rmcp::service::{ElicitationError, RequestContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{PermissionMode, Posture, ToolOutput, ToolSpec, posture};
+use vak_tool_core::{Capability, PermissionMode, Posture, ToolOutput, ToolSpec, posture};
 
 /// The person's answer to "allow this call?".
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -24,18 +24,24 @@ pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
 }
 
 /// Asks the person through the client whether to run `spec` with `args` in permission mode
-/// `mode`; `Err` is the refusal to return.
+/// `mode`. `Ok` is the mode the call was approved for (the least that allows it without
+/// asking), for the call's context; `Err` is the refusal to return.
 pub(crate) async fn approve(
     spec: &ToolSpec,
     args: &serde_json::Value,
     mode: PermissionMode,
     context: &RequestContext<RoleServer>,
-) -> Result<(), ToolOutput> {
-    let question = format!("Allow {}{}?", spec.name, describe_call(args));
+) -> Result<PermissionMode, ToolOutput> {
     let allowing_mode = [PermissionMode::WorkspaceWrite, PermissionMode::FullAccess]
         .into_iter()
         .find(|candidate| posture(spec, *candidate) == Posture::Allow)
         .unwrap_or(PermissionMode::FullAccess);
+    let question = format!(
+        "Allow {}{}?{}",
+        spec.name,
+        describe_call(args),
+        reach(spec, mode)
+    );
     let refused = |why: &str| {
         ToolOutput::error(format!(
             "`{}` was not run: {why}. In permission mode `{}` it needs the person's approval; \
@@ -51,7 +57,7 @@ pub(crate) async fn approve(
         () = context.ct.cancelled() => return Err(refused("the call was cancelled while asking")),
     };
     match answer {
-        Ok(Some(Approval { allow: true })) => Ok(()),
+        Ok(Some(Approval { allow: true })) => Ok(allowing_mode),
         Ok(Some(Approval { allow: false }) | None) | Err(ElicitationError::UserDeclined) => {
             Err(refused("the person declined it"))
         }
@@ -60,6 +66,22 @@ pub(crate) async fn approve(
             "this MCP client cannot ask the person (it does not support elicitation)",
         )),
         Err(error) => Err(refused(&format!("asking the person failed ({error})"))),
+    }
+}
+
+/// What an approved call may do, when the mode asks before it for what it changes: a command
+/// runs sandboxed as in `workspace-write` (never unconfined), a write changes the workspace.
+fn reach(spec: &ToolSpec, mode: PermissionMode) -> &'static str {
+    if mode != PermissionMode::ReadOnly {
+        return "";
+    }
+    if spec.has(Capability::Execute) {
+        " If allowed, it runs sandboxed as in workspace-write: it may change files inside the \
+         workspace, nothing outside it."
+    } else if spec.has(Capability::WriteFs) {
+        " If allowed, it may change files inside the workspace."
+    } else {
+        ""
     }
 }
 

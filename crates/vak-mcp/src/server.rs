@@ -210,10 +210,12 @@ impl Server {
                 self.inner.registry.names().join(", ")
             ));
         };
-        if posture(&spec, self.inner.mode) == Posture::Ask
-            && let Err(refusal) = approval::approve(&spec, &args, self.inner.mode, context).await
-        {
-            return refusal;
+        let mut approved = None;
+        if posture(&spec, self.inner.mode) == Posture::Ask {
+            match approval::approve(&spec, &args, self.inner.mode, context).await {
+                Ok(mode) => approved = Some(mode),
+                Err(refusal) => return refusal,
+            }
         }
         // `recall` only reads memory: it never waits for a slot.
         let limit = self.inner.limit.as_ref().filter(|_| name != RECALL);
@@ -230,7 +232,11 @@ impl Server {
             },
         };
         let token = self.inner.shutdown.child_token();
-        let ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        let mut ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        if let Some(mode) = approved {
+            // The person's approval widens what this one call may do (bash's sandbox).
+            ctx = ctx.with_approval(mode);
+        }
         let (ctx, progress) = progress::forward_progress(ctx, context);
         let output = {
             let call = self.inner.registry.call(name, args, &ctx);

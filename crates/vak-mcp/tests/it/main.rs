@@ -182,7 +182,10 @@ async fn a_runtime_serves_its_own_tool_and_recall_returns_what_the_window_left_o
     let slice = call(&served.client, "recall", recall).await;
     assert_eq!(slice.is_error, Some(false));
     let omitted = &numbered(to)[numbered(from - 1).len()..];
-    assert!(text_of(&slice) == omitted, "recall returns exactly lines {from}..={to}");
+    assert!(
+        text_of(&slice) == omitted,
+        "recall returns exactly lines {from}..={to}"
+    );
     // An unknown id is an error that says so.
     let unknown = call(
         &served.client,

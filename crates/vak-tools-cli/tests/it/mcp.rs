@@ -438,3 +438,71 @@ async fn an_ask_tool_runs_only_after_the_person_approves() {
         client.cancel().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn an_approved_bash_in_read_only_runs_with_workspace_write_confinement() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".vak")).unwrap();
+    std::fs::write(
+        dir.path().join(".vak/config.toml"),
+        "[permissions]\nmode = \"read-only\"\n",
+    )
+    .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("mcp").arg("--workspace").arg(dir.path());
+    let person = Person {
+        allow: true,
+        asked: asked.clone(),
+    };
+    let client = person
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let escape = outside.path().join("escaped");
+    let script = format!(
+        "echo made > inside.txt && echo wrote; touch {} && echo ESCAPED; exit 0",
+        escape.display()
+    );
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("bash").with_arguments(args(json!({"command": script}))),
+        )
+        .await
+        .unwrap();
+    let text = text_of(&result);
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert!(
+        questions[0].contains("sandboxed as in workspace-write"),
+        "the question says how it runs: {questions:?}"
+    );
+    // Inside the workspace it writes, as an approved `write` would…
+    assert!(text.contains("wrote"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("inside.txt")).unwrap(),
+        "made\n"
+    );
+    // …and outside it, nothing: the approval is never unconfined.
+    assert!(!text.contains("ESCAPED"), "{text}");
+    assert!(
+        !escape.exists(),
+        "an approved command wrote outside the workspace"
+    );
+    // A write in read-only asks too, and the question says what it may do.
+    let written = client
+        .call_tool(
+            CallToolRequestParams::new("write")
+                .with_arguments(args(json!({"path": "w.txt", "content": "w\n"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.is_error, Some(false), "{}", text_of(&written));
+    let questions = asked.lock().unwrap().clone();
+    assert!(
+        questions[1].contains("may change files inside the workspace"),
+        "{questions:?}"
+    );
+    client.cancel().await.unwrap();
+}
