@@ -35,8 +35,12 @@ pub fn doctor(settings: &BrowseSettings, env: &[(&OsStr, &OsStr)]) -> String {
     match found {
         Err(error) => format!("browse: no browser: {error}\n"),
         Ok(browser) => {
-            let version = version_of(&browser).unwrap_or_else(|why| format!("version unknown: {why}"));
-            format!("browse: browser {}\nbrowse: version {version}\n", browser.display())
+            let version =
+                version_of(&browser).unwrap_or_else(|why| format!("version unknown: {why}"));
+            format!(
+                "browse: browser {}\nbrowse: version {version}\n",
+                browser.display()
+            )
         }
     }
 }
@@ -98,19 +102,35 @@ mod tests {
     #[test]
     fn names_the_browser_and_its_version_or_why_not() {
         let dir = tempfile::tempdir().unwrap();
-        let good = script(dir.path(), "chromium", "echo 'Chromium 150.0.7871.100 built on Debian'");
+        let good = script(
+            dir.path(),
+            "chromium",
+            "echo 'Chromium 150.0.7871.100 built on Debian'",
+        );
         let settings = BrowseSettings::default();
         let report = doctor(&settings, &[(OsStr::new("VAK_BROWSER"), good.as_os_str())]);
-        assert!(report.contains(&format!("browse: browser {}", good.display())), "{report}");
-        assert!(report.contains("browse: version Chromium 150.0.7871.100 built on Debian"), "{report}");
+        assert!(
+            report.contains(&format!("browse: browser {}", good.display())),
+            "{report}"
+        );
+        assert!(
+            report.contains("browse: version Chromium 150.0.7871.100 built on Debian"),
+            "{report}"
+        );
 
         let silent = script(dir.path(), "silent", "exit 3");
-        let report = doctor(&settings, &[(OsStr::new("VAK_BROWSER"), silent.as_os_str())]);
+        let report = doctor(
+            &settings,
+            &[(OsStr::new("VAK_BROWSER"), silent.as_os_str())],
+        );
         assert!(report.contains("version unknown"), "{report}");
 
         let report = doctor(
             &settings,
-            &[(OsStr::new("VAK_BROWSER"), OsStr::new("/nonexistent/vak-browser"))],
+            &[(
+                OsStr::new("VAK_BROWSER"),
+                OsStr::new("/nonexistent/vak-browser"),
+            )],
         );
         assert!(report.starts_with("browse: no browser:"), "{report}");
         assert!(report.contains("/nonexistent/vak-browser"), "{report}");

@@ -30,7 +30,9 @@ fn body_has_class(dom: &str, class: &str) -> bool {
     let Some(start) = find_body_tag(&lower) else {
         return false;
     };
-    let tag_end = lower[start..].find('>').map_or(lower.len(), |end| start + end);
+    let tag_end = lower[start..]
+        .find('>')
+        .map_or(lower.len(), |end| start + end);
     let tag = &lower[start..tag_end];
     let Some(attr) = tag.find("class=") else {
         return false;
@@ -66,13 +68,14 @@ fn after_marker(dom: &str, marker: &str) -> Option<String> {
 /// The code in `<div class="error-code">…ERR_…</div>` (Lit leaves comments before it; the page's
 /// template, with `${data.errorCode}` in the same element, comes first and is skipped).
 fn error_code_element(dom: &str) -> Option<String> {
-    dom.match_indices("class=\"error-code\"").find_map(|(start, _)| {
-        let rest = &dom[start..];
-        let open_end = rest.find('>')? + 1;
-        let close = rest[open_end..].find("</")? + open_end;
-        let inner = &rest[open_end..close];
-        err_code_at(&inner[inner.find("ERR_")?..])
-    })
+    dom.match_indices("class=\"error-code\"")
+        .find_map(|(start, _)| {
+            let rest = &dom[start..];
+            let open_end = rest.find('>')? + 1;
+            let close = rest[open_end..].find("</")? + open_end;
+            let inner = &rest[open_end..close];
+            err_code_at(&inner[inner.find("ERR_")?..])
+        })
 }
 
 /// `ERR_` followed by capitals, digits and underscores at the start of `text`.

@@ -196,7 +196,11 @@ pub(crate) fn failed_load(captured: &Captured) -> Option<String> {
     if let Some(page) = net_error_page(&captured.dom) {
         // The page names the code it was rendered for; the log line, when there is one, names
         // the same. Without either, Chromium's generic code.
-        return Some(page.code.or(logged).unwrap_or_else(|| "ERR_FAILED".to_owned()));
+        return Some(
+            page.code
+                .or(logged)
+                .unwrap_or_else(|| "ERR_FAILED".to_owned()),
+        );
     }
     if captured.dom.trim().is_empty() {
         return logged;
@@ -416,9 +420,17 @@ mod tests {
             ("log line only (156)", exited(0), C156_DOM, C156_LOG),
             ("error page only (150)", exited(0), C150_DOM, C150_LOG),
             ("both", exited(0), C150_DOM, C156_LOG),
-            ("error page at the deadline", Ending::Deadline, C150_DOM, C150_LOG),
+            (
+                "error page at the deadline",
+                Ending::Deadline,
+                C150_DOM,
+                C150_LOG,
+            ),
         ];
-        assert!(!C150_LOG.contains("Page load failed"), "the 150 log has no load line");
+        assert!(
+            !C150_LOG.contains("Page load failed"),
+            "the 150 log has no load line"
+        );
         assert!(C156_DOM.trim().is_empty(), "156 prints no DOM");
         for (shape, ending, dom, log) in shapes {
             let error = judged(ending, dom, log).expect_err(shape).to_string();
