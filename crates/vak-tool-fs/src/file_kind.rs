@@ -448,7 +448,7 @@ pub(crate) fn foreign_image(start: &[u8]) -> Option<ForeignImage> {
         let end = (be32(0)? as usize).clamp(16, start.len());
         let brands: Vec<&[u8]> = start[8..end].chunks_exact(4).collect();
         let has = |names: &[&[u8]]| brands.iter().any(|brand| names.contains(brand));
-        let size = largest_ispe(start);
+        let size = heif_size(start);
         if has(&[b"avif", b"avis"]) {
             return found("AVIF", "avif", size);
         }
@@ -532,21 +532,116 @@ fn jxl_size(header: &[u8]) -> Option<(u32, u32)> {
     Some((width, height))
 }
 
-/// The largest image size (`ispe` property) in the start of a HEIF or AVIF file: the primary
-/// image or its grid, rather than a thumbnail or a tile.
-fn largest_ispe(start: &[u8]) -> Option<(u32, u32)> {
-    memchr::memmem::find_iter(start, b"ispe")
-        .filter_map(|at| {
-            // Box: size, `ispe`, version and flags, width, height.
-            let field = |offset: usize| {
-                start
-                    .get(at + offset..at + offset + 4)
-                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+/// The boxes of ISO base media in `bytes`, each as its type and body; a box cut short by the
+/// end of `bytes` is given with what is there.
+fn iso_boxes(bytes: &[u8]) -> Vec<(&[u8], &[u8])> {
+    let mut boxes = Vec::new();
+    let mut at = 0;
+    while let Some(head) = bytes.get(at..at + 8) {
+        let kind = &head[4..8];
+        let (header, size) = match u32::from_be_bytes([head[0], head[1], head[2], head[3]]) {
+            0 => (8, bytes.len() - at),
+            1 => match bytes.get(at + 8..at + 16) {
+                Some(large) => {
+                    let mut word = [0; 8];
+                    word.copy_from_slice(large);
+                    (
+                        16,
+                        usize::try_from(u64::from_be_bytes(word)).unwrap_or(usize::MAX),
+                    )
+                }
+                None => break,
+            },
+            size => (8, size as usize),
+        };
+        if size < header {
+            break;
+        }
+        let end = at.saturating_add(size).min(bytes.len());
+        boxes.push((kind, bytes.get(at + header..end).unwrap_or_default()));
+        at = at.saturating_add(size);
+    }
+    boxes
+}
+
+/// The displayed size of a HEIF or AVIF file's primary image, from its `meta` box: the item
+/// `pitm` names, its `ispe` (size) property, cropped by `clap` and turned by `irot` when it
+/// has them (a phone's photo is often a grid of tiles, stored on its side).
+fn heif_size(start: &[u8]) -> Option<(u32, u32)> {
+    let be32 = |bytes: &[u8], at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let be16 = |bytes: &[u8], at: usize| {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u32::from(b[0]) << 8 | u32::from(b[1]))
+    };
+    let meta = iso_boxes(start)
+        .into_iter()
+        .find(|(kind, _)| *kind == b"meta")?
+        .1;
+    let children = iso_boxes(meta.get(4..)?);
+    let child = |name: &[u8]| {
+        children
+            .iter()
+            .find(|(kind, _)| *kind == name)
+            .map(|(_, body)| *body)
+    };
+    let pitm = child(b"pitm")?;
+    let primary = if pitm.first() == Some(&0) {
+        be16(pitm, 4)?
+    } else {
+        be32(pitm, 4)?
+    };
+    let iprp = iso_boxes(child(b"iprp")?);
+    let properties = iso_boxes(iprp.iter().find(|(kind, _)| *kind == b"ipco")?.1);
+    let ipma = iprp.iter().find(|(kind, _)| *kind == b"ipma")?.1;
+    let (version, wide_index) = (*ipma.first()?, ipma.get(3)? & 1 == 1);
+    let mut at = 8;
+    let mut associated = Vec::new();
+    for _ in 0..be32(ipma, 4)? {
+        let item = if version < 1 {
+            be16(ipma, at)?
+        } else {
+            be32(ipma, at)?
+        };
+        at += if version < 1 { 2 } else { 4 };
+        let count = usize::from(*ipma.get(at)?);
+        at += 1;
+        for _ in 0..count {
+            let index = if wide_index {
+                be16(ipma, at)? & 0x7fff
+            } else {
+                u32::from(*ipma.get(at)? & 0x7f)
             };
-            let size = (field(8)?, field(12)?);
-            (size.0 > 0 && size.1 > 0).then_some(size)
-        })
-        .max_by_key(|&(width, height)| u64::from(width) * u64::from(height))
+            at += if wide_index { 2 } else { 1 };
+            if item == primary {
+                associated.push(index);
+            }
+        }
+    }
+    let property = |name: &[u8]| {
+        associated
+            .iter()
+            .filter_map(|&index| properties.get((index as usize).checked_sub(1)?))
+            .find(|(kind, _)| *kind == name)
+            .map(|(_, body)| *body)
+    };
+    let ispe = property(b"ispe")?;
+    let mut size = (be32(ispe, 4)?, be32(ispe, 8)?);
+    if let Some(clap) = property(b"clap") {
+        let ratio = |at| Some(be32(clap, at)? / be32(clap, at + 4)?.max(1));
+        size = (ratio(0)?, ratio(8)?);
+    }
+    if property(b"irot")
+        .and_then(|irot| irot.first())
+        .is_some_and(|angle| angle & 1 == 1)
+    {
+        size = (size.1, size.0);
+    }
+    (size.0 > 0 && size.1 > 0).then_some(size)
 }
 
 /// Whether a file is a PDF: `%PDF-` in its first kilobyte (where readers look for it).
@@ -621,24 +716,41 @@ mod tests {
 
     #[test]
     fn foreign_images_by_magic_with_their_size() {
-        // HEIF/AVIF: `ftyp` brands, then an `ispe` property (a thumbnail's and the image's).
+        // HEIF/AVIF: `ftyp` brands, then `meta`: the primary item (2), and its properties: a
+        // tile's size (1), the image's (2) and a quarter turn (3).
+        fn boxed(kind: &[u8], body: &[u8]) -> Vec<u8> {
+            let mut out = (8 + body.len() as u32).to_be_bytes().to_vec();
+            out.extend_from_slice(kind);
+            out.extend_from_slice(body);
+            out
+        }
+        let ispe = |width: u32, height: u32| {
+            let mut body = vec![0; 4];
+            body.extend_from_slice(&width.to_be_bytes());
+            body.extend_from_slice(&height.to_be_bytes());
+            boxed(b"ispe", &body)
+        };
         let heif = |brands: &[u8]| {
-            let mut bytes = Vec::new();
-            bytes.extend_from_slice(&(8 + brands.len() as u32).to_be_bytes());
-            bytes.extend_from_slice(b"ftyp");
-            bytes.extend_from_slice(brands);
-            for (width, height) in [(160u32, 120u32), (4032, 3024)] {
-                bytes.extend_from_slice(&20u32.to_be_bytes());
-                bytes.extend_from_slice(b"ispe\0\0\0\0");
-                bytes.extend_from_slice(&width.to_be_bytes());
-                bytes.extend_from_slice(&height.to_be_bytes());
-            }
-            bytes
+            let ipco = [ispe(512, 512), ispe(4032, 3024), boxed(b"irot", &[1])].concat();
+            // Item 1 (a tile) has property 1; item 2 (the primary) has 2 and 3.
+            let ipma = [
+                &[0u8, 0, 0, 0, 0, 0, 0, 2][..],
+                &[0, 1, 1, 0x81],
+                &[0, 2, 2, 0x82, 3],
+            ]
+            .concat();
+            let iprp = boxed(
+                b"iprp",
+                &[boxed(b"ipco", &ipco), boxed(b"ipma", &ipma)].concat(),
+            );
+            let pitm = boxed(b"pitm", &[0, 0, 0, 0, 0, 2]);
+            let meta = boxed(b"meta", &[&[0u8, 0, 0, 0][..], &pitm, &iprp].concat());
+            [boxed(b"ftyp", brands), meta].concat()
         };
         let heic = foreign_image(&heif(b"heic\0\0\0\0mif1heic")).unwrap();
-        assert_eq!((heic.name, heic.size), ("HEIC", Some((4032, 3024))));
+        assert_eq!((heic.name, heic.size), ("HEIC", Some((3024, 4032))));
         let avif = foreign_image(&heif(b"avif\0\0\0\0avifmif1miaf")).unwrap();
-        assert_eq!((avif.name, avif.size), ("AVIF", Some((4032, 3024))));
+        assert_eq!((avif.name, avif.size), ("AVIF", Some((3024, 4032))));
         // An MP4 video is an `ftyp` file too, but not an image.
         assert_eq!(foreign_image(&heif(b"isom\0\0\0\0isomavc1")), None);
         // JPEG XL: a codestream whose SizeHeader says 300×200 (not small, 9-bit sides).

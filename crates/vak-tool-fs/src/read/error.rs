@@ -88,10 +88,11 @@ pub(crate) enum ReadError {
     },
     /// An image in a format that cannot be decoded here (HEIC, AVIF, JPEG XL, …).
     #[error(
-        "`{path}` is a {name} image{pixels} of {size}; read cannot decode {name}, so it is not \
-         sent. Convert it to PNG or JPEG with `bash` and read that, for example with \
+        "`{path}` is {article} {name} image{pixels} of {size}; read cannot decode {name}, so it \
+         is not sent. Convert it to PNG or JPEG with `bash` and read that, for example with \
          ImageMagick: `magick {quoted} {png}` (`convert` on ImageMagick 6){more}.",
         name = image.name,
+        article = if image.name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" },
         pixels = image.size.map(|(w, h)| format!(" ({w}×{h} pixels)")).unwrap_or_default(),
         size = human::size(*bytes),
         quoted = shell_word(path),

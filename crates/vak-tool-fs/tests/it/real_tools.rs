@@ -348,6 +348,7 @@ mod images {
             ("deep.tif", &["-depth", "16"]),
             ("alpha.tif", &["-alpha", "on"]),
             ("big.tif", &["-define", "tiff:endian=msb"]),
+            ("cmyk.tif", &["-colorspace", "CMYK"]),
             ("v3.bmp", &["-type", "truecolor", "BMP3:v3.bmp"]),
             ("v5.bmp", &["-alpha", "on"]),
             ("gray.bmp", &["-colorspace", "gray", "-type", "grayscale"]),
@@ -447,8 +448,9 @@ async fn heic_avif_jpeg2000_and_jpeg_xl_are_named_with_their_size() {
         assert!(out.is_error, "{name}: {text}");
         assert!(
             text.starts_with(&format!(
-                "`{name}` is a {format} image (320×200 pixels) of {}; read cannot decode \
+                "`{name}` is {} {format} image (320×200 pixels) of {}; read cannot decode \
                  {format}",
+                if format == "AVIF" { "an" } else { "a" },
                 vak_tool_core::human::size(bytes)
             )),
             "{name}: {text}"
@@ -459,6 +461,14 @@ async fn heic_avif_jpeg2000_and_jpeg_xl_are_named_with_their_size() {
             "{name}: {text}"
         );
     }
+    // A small HEIC is a grid of 64×64 tiles: the size is the primary image's, not a tile's.
+    run(dir, &magick, &["-size", "64x32", "gradient:", "small.heic"]);
+    let out = ws.call("read", json!({"path": "small.heic"})).await;
+    let text = out.text_content();
+    assert!(
+        text.starts_with("`small.heic` is a HEIC image (64×32 pixels)"),
+        "{text}"
+    );
     // ImageMagick 6 (Debian's) cannot write JPEG XL: a minimal codestream is built by hand,
     // the signature and a SizeHeader for 300×200 (not "small", 9-bit sides), then the start
     // of the image header.
