@@ -113,15 +113,10 @@ impl Tool for Diagnostics {
     }
 
     fn description(&self) -> String {
-        let names: Vec<&str> = self.0.servers.iter().map(|s| s.name.as_str()).collect();
-        let servers = if names.is_empty() {
-            "none is configured or found on PATH here".to_owned()
-        } else {
-            format!("here: {}", names.join(", "))
-        };
         format!(
             "Language-server diagnostics (type errors, warnings) of a file, from the servers \
-             the project uses ({servers}). Give `path` to check one file (it is opened in its \
+             the project uses (configured in `[lsp]`; by default rust-analyzer, pyright, \
+             typescript-language-server, clangd, gopls and ruff when installed). Give `path` to check one file (it is opened in its \
              server, and the answer waits up to {wait} for fresh results); without `path`, the \
              last diagnostics of every file open this session. `edit` and `write` already \
              append the diagnostics of each change to their result, so call this for a file \
@@ -137,8 +132,11 @@ impl Tool for Diagnostics {
         vec![Capability::ReadFs]
     }
 
+    /// On the floor when servers are configured: the built-in ones (which depend on what is
+    /// installed, so the spec does not) or any named in `[lsp]`.
     fn floor(&self) -> bool {
-        !self.0.servers.is_empty()
+        let settings = &self.0.settings;
+        settings.enabled && (settings.defaults || settings.servers.values().any(|s| s.enabled))
     }
 
     async fn run(&self, args: DiagnosticsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
