@@ -19,8 +19,9 @@
 //!    list; `localhost` names and cloud metadata names are refused without resolving; an address
 //!    literal is judged at once.
 //! 2. [`Guard::vet`]: resolve a name exactly once through the [`Resolver`], judge **every**
-//!    address against the guard's own table ([`special_range`]) and refuse the whole name when
-//!    any address is refused.
+//!    address against the guard's own table ([`special_range`]) and against the machine's own
+//!    addresses (every address of its network interfaces, see [`Interfaces`]: a server bound to
+//!    `0.0.0.0` answers on them), and refuse the whole name when any address is refused.
 //! 3. [`Guard::connect`] (which does 1's host rules and 2 itself): connect only to a vetted
 //!    address, then check that the socket's `peer_addr()` is that address before a byte is sent.
 //!
@@ -82,7 +83,7 @@ pub mod proxy;
 mod settings;
 
 pub use guard::{
-    BAD_PORTS, Chain, Connection, Guard, Refusal, Resolver, Rule, SpecialRange, SystemResolver,
-    Vetted, host_spelling, special_range,
+    BAD_PORTS, Chain, Connection, Guard, Interfaces, Refusal, Resolver, Rule, SpecialRange,
+    SystemInterfaces, SystemResolver, Vetted, host_spelling, special_range,
 };
 pub use settings::GuardSettings;

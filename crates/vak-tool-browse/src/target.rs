@@ -73,6 +73,35 @@ mod tests {
         }
     }
 
+    /// Issue 22, route 8: the machine's own address is refused as a target before the browser
+    /// starts, and for every request of a page (the proxy's dialer is the same guard), even
+    /// with the range around it allowed.
+    #[tokio::test]
+    async fn the_machines_own_address_is_refused() {
+        #[derive(Debug)]
+        struct Machine;
+        impl vak_guard::Interfaces for Machine {
+            fn addresses(&self) -> std::io::Result<Vec<std::net::IpAddr>> {
+                Ok(vec![std::net::IpAddr::from([93, 184, 216, 34])])
+            }
+        }
+        let guard = Guard::new(&GuardSettings::default().with_allow(["93.184.216.0/24"]))
+            .with_interfaces(std::sync::Arc::new(Machine));
+        let why = "93.184.216.34 is an address of this machine";
+        let Err(error) = check_target(&guard, "http://93.184.216.34:8080/").await else {
+            panic!("the machine's own address was accepted as a target");
+        };
+        assert!(error.to_string().contains(why), "{error}");
+        for scope in [Scope::Intranet, Scope::Public] {
+            let dialer = GuardDialer::new(guard.clone(), scope);
+            let url = Url::parse("http://93.184.216.34:8080/admin").unwrap();
+            let Err(DialError::Denied { detail, .. }) = dialer.check_url(&url) else {
+                panic!("a page reached the machine's own address");
+            };
+            assert!(detail.contains(why), "{detail}");
+        }
+    }
+
     #[tokio::test]
     async fn the_allow_list_follows_the_target() {
         let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));

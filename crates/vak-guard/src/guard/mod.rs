@@ -1,6 +1,7 @@
 //! The guard itself: [`Guard`], the request [`Chain`], the [`Vetted`] verdict and the
 //! [`Connection`] it dials (the crate docs say how they are used, step by step).
 
+mod own;
 mod policy;
 mod refusal;
 mod resolver;
@@ -14,6 +15,8 @@ use url::{Host, Url};
 
 use crate::GuardSettings;
 
+use own::OwnAddresses;
+pub use own::{Interfaces, SystemInterfaces};
 use policy::AllowList;
 pub use refusal::{Refusal, Rule};
 pub use resolver::{Resolver, SystemResolver};
@@ -152,6 +155,7 @@ pub struct Connection {
 pub struct Guard {
     allow: Arc<AllowList>,
     resolver: Arc<dyn Resolver>,
+    own: Arc<OwnAddresses>,
 }
 
 impl Guard {
@@ -161,7 +165,16 @@ impl Guard {
         Self {
             allow: Arc::new(AllowList::parse(&settings.allow)),
             resolver: Arc::new(SystemResolver),
+            own: Arc::new(OwnAddresses::new(Arc::new(SystemInterfaces))),
         }
+    }
+
+    /// The same guard taking the machine's own addresses from `interfaces` (tests give a list of
+    /// their own; the default reads the system's, see [`Interfaces`]).
+    #[must_use]
+    pub fn with_interfaces(mut self, interfaces: Arc<dyn Interfaces>) -> Self {
+        self.own = Arc::new(OwnAddresses::new(interfaces));
+        self
     }
 
     /// The same guard resolving names through `resolver` (tests script answers with their own).
@@ -414,13 +427,14 @@ impl Guard {
     ) -> Result<Vetted, Refusal> {
         let mut exempted = false;
         for address in addresses {
-            let Some(special) = special_range(*address) else {
-                continue;
-            };
             let refuse = |rule| {
                 self.refusal(rule, chain)
                     .with_host(host)
                     .with_address(*address)
+            };
+            self.check_own(*address).map_err(refuse)?;
+            let Some(special) = special_range(*address) else {
+                continue;
             };
             if !self.allow.exempts(&special, name) {
                 return Err(refuse(Rule::SpecialAddress {
@@ -442,6 +456,32 @@ impl Guard {
             addresses: addresses.to_vec(),
             exempted,
         })
+    }
+
+    /// Refuses an address of this machine's own interfaces (the address itself, the IPv4
+    /// address a mapped one is dialled as, or the IPv4 address a special range carries) unless
+    /// `[net] allow` names it exactly. Loopback is the table's.
+    fn check_own(&self, address: IpAddr) -> Result<(), Rule> {
+        let mut candidates = vec![address, table::dial_address(address)];
+        if let Some(special) = special_range(address)
+            && let Some(embedded) = special.embedded
+        {
+            candidates.push(IpAddr::V4(embedded));
+        }
+        candidates.retain(|candidate| !candidate.is_loopback());
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let own = self
+            .own
+            .current()
+            .map_err(|reason| Rule::OwnAddressesUnknown { reason })?;
+        for candidate in candidates {
+            if own.contains(&candidate) && !self.allow.names_address(candidate) {
+                return Err(Rule::OwnAddress { address: candidate });
+            }
+        }
+        Ok(())
     }
 
     fn refusal(&self, rule: Rule, chain: &Chain) -> Refusal {

@@ -95,6 +95,18 @@ impl AllowList {
             .any(|entry| matches!(entry, Entry::Name(name) if name == host))
     }
 
+    /// Whether an entry names exactly this address (a bare address, a `/32` or a `/128`, or its
+    /// IPv4-mapped form): what a cloud metadata endpoint or one of the machine's own addresses
+    /// needs.
+    pub(crate) fn names_address(&self, address: IpAddr) -> bool {
+        let canonical = super::table::dial_address(address);
+        self.entries.iter().any(|entry| {
+            matches!(entry, Entry::Net(net)
+                if net.prefix_len() == net.max_prefix_len()
+                    && super::table::dial_address(net.addr()) == canonical)
+        })
+    }
+
     /// Whether the list exempts this special address, reached through `host` (a name, if the
     /// URL had one). Metadata endpoints need an entry for that exact address; anything else is
     /// exempt when a CIDR contains it (or the embedded IPv4 address it carries) or when the host

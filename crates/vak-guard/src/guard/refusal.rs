@@ -47,6 +47,19 @@ pub enum Rule {
         /// The range's name.
         name: &'static str,
     },
+    /// An address of one of this machine's own network interfaces (not loopback, which the
+    /// table refuses): a request there reaches the host's own services, past any firewall in
+    /// front of it. Only an `[net] allow` entry naming that exact address exempts it.
+    OwnAddress {
+        /// The machine's address that was asked for.
+        address: IpAddr,
+    },
+    /// This machine's own addresses could not be listed, so no address can be told apart from
+    /// them: every request is refused until they can.
+    OwnAddressesUnknown {
+        /// Why they could not be listed.
+        reason: String,
+    },
     /// The name did not resolve, or resolved to nothing.
     Unresolvable {
         /// The resolver's error.
@@ -91,6 +104,14 @@ impl Rule {
             Rule::AllowedOnlyAtChainStart { range, name } => format!(
                 "the address is in {range} ({name}); `[net] allow` exempts it, but only for a \
                  request chain that starts there, and this chain started elsewhere"
+            ),
+            Rule::OwnAddress { address } => format!(
+                "{address} is an address of this machine (one of its own network interfaces): a \
+                 request there would reach the machine's own services"
+            ),
+            Rule::OwnAddressesUnknown { reason } => format!(
+                "this machine's own addresses could not be listed ({reason}), so no address can \
+                 be told apart from them"
             ),
             Rule::Unresolvable { reason } => format!("the name did not resolve ({reason})"),
             Rule::Unreachable { reason } => {
@@ -144,6 +165,15 @@ impl Rule {
             Rule::AllowedOnlyAtChainStart { .. } => {
                 "A public page may not redirect into the intranet. If you trust the target, \
                  fetch the intranet URL directly so that the chain starts there."
+            }
+            Rule::OwnAddress { .. } => {
+                "This is the machine the tools run on: its services are not reached through the \
+                 network tools, whose requests would bypass any firewall in front of it. If you \
+                 really need a service of this machine, list its exact address in `[net] allow`."
+            }
+            Rule::OwnAddressesUnknown { .. } => {
+                "The network interfaces of this machine could not be read; try again, and check \
+                 that the process may open a netlink socket."
             }
             Rule::Unresolvable { .. } => {
                 "Check the host name for typos; the site may not exist or the network may be down."

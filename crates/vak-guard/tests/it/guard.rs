@@ -536,3 +536,129 @@ fn guard_is_clone_send_sync() {
     check::<Chain>();
     let _ = Arc::new(Guard::new(&GuardSettings::default()));
 }
+
+/// A machine whose interfaces hold these addresses.
+#[derive(Debug)]
+struct Machine(Vec<std::net::IpAddr>);
+
+impl vak_guard::Interfaces for Machine {
+    fn addresses(&self) -> std::io::Result<Vec<std::net::IpAddr>> {
+        Ok(self.0.clone())
+    }
+}
+
+/// A machine whose interfaces cannot be read.
+#[derive(Debug)]
+struct Unreadable;
+
+impl vak_guard::Interfaces for Unreadable {
+    fn addresses(&self) -> std::io::Result<Vec<std::net::IpAddr>> {
+        Err(std::io::Error::other("netlink refused"))
+    }
+}
+
+fn on_machine(allow: &[&str]) -> Guard {
+    let machine = Machine(
+        [
+            "93.184.216.34",
+            "2606:2800:220:1::1",
+            "10.9.8.7",
+            "127.0.0.1",
+            "::1",
+        ]
+        .iter()
+        .map(|address| address.parse().unwrap())
+        .collect(),
+    );
+    Guard::new(&allowing(allow)).with_interfaces(Arc::new(machine))
+}
+
+/// Issue 22, route 8: an address of the machine's own interfaces is refused, however written,
+/// unless `[net] allow` names that exact address; loopback stays the table's business.
+#[test]
+fn the_machines_own_addresses_are_refused() {
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&[], "http://93.184.216.34/", "own 93.184.216.34"),
+        (&[], "http://[::ffff:93.184.216.34]/", "own 93.184.216.34"),
+        (&[], "http://0x5db8d822/", "own 93.184.216.34"),
+        (
+            &[],
+            "http://[2606:2800:220:1::1]:8080/",
+            "own 2606:2800:220:1::1",
+        ),
+        // A range never names the machine's address, not even one that exempts a private one.
+        (
+            &["93.184.216.0/24"],
+            "http://93.184.216.34/",
+            "own 93.184.216.34",
+        ),
+        (&["10.0.0.0/8"], "http://10.9.8.7/", "own 10.9.8.7"),
+        (&["0.0.0.0/0"], "http://93.184.216.34/", "own 93.184.216.34"),
+        // The exact address does.
+        (&["93.184.216.34"], "http://93.184.216.34/", "ok"),
+        (
+            &["93.184.216.34/32"],
+            "http://[::ffff:93.184.216.34]/",
+            "ok",
+        ),
+        (
+            &["2606:2800:220:1::1/128"],
+            "http://[2606:2800:220:1::1]/",
+            "ok",
+        ),
+        (&["10.9.8.7"], "http://10.9.8.7/", "ok"),
+        // Loopback: the table decides, as before.
+        (&["127.0.0.0/8"], "http://127.0.0.1/", "ok"),
+        (&[], "http://127.0.0.1/", "127.0.0.0/8 127.0.0.1"),
+        // Other public addresses are not the machine's.
+        (&[], "http://93.184.216.35/", "ok"),
+    ];
+    for (allow, url, expected) in cases {
+        let result = on_machine(allow).check_url(url, &Chain::new());
+        let got = match &result {
+            Err(refusal) => match refusal.rule() {
+                Rule::OwnAddress { address } => format!("own {address}"),
+                _ => kind(refusal),
+            },
+            Ok(_) => "ok".into(),
+        };
+        assert_eq!(&got, expected, "{allow:?} {url}");
+    }
+    let refusal = on_machine(&[])
+        .check_url("http://93.184.216.34/", &Chain::new())
+        .unwrap_err();
+    assert!(refusal.rule().is_policy());
+    let text = refusal.to_string();
+    assert!(
+        text.contains("93.184.216.34 is an address of this machine"),
+        "{text}"
+    );
+    assert!(text.contains("exact address in `[net] allow`"), "{text}");
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_to_the_machine_is_refused() {
+    let resolver = Scripted::new([addrs(&["93.184.216.35", "93.184.216.34"])]);
+    let guard = on_machine(&[]).with_resolver(resolver);
+    let refusal = guard.vet("mine.example", &Chain::new()).await.unwrap_err();
+    assert_eq!(
+        refusal.rule(),
+        &Rule::OwnAddress {
+            address: "93.184.216.34".parse().unwrap()
+        }
+    );
+    assert_eq!(refusal.host(), Some("mine.example"));
+}
+
+#[test]
+fn unreadable_interfaces_refuse_every_address() {
+    let guard = Guard::new(&GuardSettings::default()).with_interfaces(Arc::new(Unreadable));
+    let refusal = guard
+        .check_url("http://93.184.216.34/", &Chain::new())
+        .unwrap_err();
+    assert!(
+        matches!(refusal.rule(), Rule::OwnAddressesUnknown { reason } if reason.contains("netlink refused")),
+        "{refusal}"
+    );
+    assert!(refusal.rule().is_policy());
+}

@@ -9,6 +9,7 @@
 )]
 
 mod guard;
+mod own;
 mod props;
 mod proxy;
 mod support;

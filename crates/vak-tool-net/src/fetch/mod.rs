@@ -22,7 +22,7 @@ use crate::NetSettings;
 use body::{Coding, Cut};
 use charset::Mime;
 use error::FetchError;
-use vak_guard::{Chain, Guard, Resolver, host_spelling};
+use vak_guard::{Chain, Guard, Interfaces, Resolver, host_spelling};
 use vak_markdown::{self as markdown, Flavour};
 
 /// Redirects followed at most; the hop after the last one is refused.
@@ -84,6 +84,14 @@ impl WebFetch {
     #[must_use]
     pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
         self.guard = self.guard.with_resolver(resolver);
+        self
+    }
+
+    /// The same tool taking the machine's own addresses (which the guard refuses) from
+    /// `interfaces` (tests give a list of their own).
+    #[must_use]
+    pub fn with_interfaces(mut self, interfaces: Arc<dyn Interfaces>) -> Self {
+        self.guard = self.guard.with_interfaces(interfaces);
         self
     }
 

@@ -5,5 +5,6 @@
 
 mod fetch;
 mod markdown;
+mod own;
 mod support;
 mod tls;
