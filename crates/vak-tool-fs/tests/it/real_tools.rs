@@ -283,6 +283,52 @@ mod images {
     }
 
     #[tokio::test]
+    async fn a_png_with_an_exif_orientation_is_sent_upright() {
+        let test = "a_png_with_an_exif_orientation_is_sent_upright";
+        let (Some(magick), Some(exiftool)) = (magick(test), exiftool(test)) else {
+            return;
+        };
+        let ws = Workspace::new();
+        let dir = ws.dir.path();
+        run(
+            dir,
+            &magick,
+            &["-size", "60x40", "gradient:red-blue", "stored.png"],
+        );
+        // exiftool writes the orientation in an `eXIf` chunk.
+        run(
+            dir,
+            &exiftool,
+            &[
+                "-q",
+                "-Orientation=6",
+                "-n",
+                "-o",
+                "turned.png",
+                "stored.png",
+            ],
+        );
+        let tag = run(dir, &exiftool, &["-s3", "-Orientation", "-n", "turned.png"]);
+        assert_eq!(String::from_utf8_lossy(&tag).trim(), "6");
+        let out = ws.call("read", json!({"path": "turned.png"})).await;
+        let text = out.text_content();
+        assert!(text.contains("EXIF orientation (6)"), "{text}");
+        let (media, sent) = image_block(&out).unwrap();
+        assert_eq!(media, "image/png");
+        assert!(!has_exif(&sent), "the tag is still sent");
+        let pixels = image::load_from_memory(&sent).unwrap();
+        assert_eq!(pixels.dimensions(), (40, 60));
+        assert!(
+            is_blue(colour_at(&pixels, 0, 30)),
+            "left is not blue: {text}"
+        );
+        assert!(
+            is_red(colour_at(&pixels, 36, 30)),
+            "right is not red: {text}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_cmyk_jpeg_is_sent_as_rgb() {
         let test = "a_cmyk_jpeg_is_sent_as_rgb";
         let Some(magick) = magick(test) else {

@@ -204,7 +204,6 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
                 .info()
                 .animation_control()
                 .is_some_and(|control| control.num_frames > 1);
-            let orientation = exif_orientation(reader.info().exif_metadata.as_deref());
             let len = reader
                 .output_buffer_size()
                 .ok_or_else(|| Problem::Damaged("its size overflows".into()))?;
@@ -213,6 +212,8 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
             if !animated {
                 reader.finish().map_err(png_problem)?;
             }
+            // Read last: an `eXIf` chunk may come after the pixel data too.
+            let orientation = exif_orientation(reader.info().exif_metadata.as_deref());
             Ok(Checked {
                 pixels: None,
                 size,
