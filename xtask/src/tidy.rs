@@ -112,12 +112,46 @@ const BUDGETS: &[Budget] = &[
         what: "vak-tool-bash",
     },
     Budget {
+        package: "vak-guard",
+        args: &[],
+        limit: 90,
+        what: "vak-guard (the SSRF guard and its proxy, for bash and browse)",
+    },
+    Budget {
         package: "vak-mcp",
         args: &["--no-default-features"],
         limit: 120,
         what: "the MCP library without `http` (a runtime embeds it for stdio alone)",
     },
 ];
+
+/// Crates a budgeted package must never pull, whatever its count: the guard serves bash and
+/// browse without webfetch's TLS, decompression and HTML stacks (issue 23).
+const KEPT_OUT: &[(&str, &[&str])] = &[(
+    "vak-guard",
+    &[
+        "rustls",
+        "rustls-webpki",
+        "webpki-roots",
+        "tokio-rustls",
+        "brotli",
+        "async-compression",
+        "htmd",
+    ],
+)];
+
+/// The crates of `banned` that a `cargo tree --prefix none` listing names.
+fn pulled<'a>(tree: &str, banned: &[&'a str]) -> Vec<&'a str> {
+    let names: std::collections::BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    banned
+        .iter()
+        .copied()
+        .filter(|name| names.contains(name))
+        .collect()
+}
 
 /// Each [`BUDGETS`] row that `cargo tree -e normal` finds over its limit, as a problem.
 fn over_budget(root: &Path) -> Vec<String> {
@@ -149,7 +183,20 @@ fn over_budget(root: &Path) -> Vec<String> {
                 continue;
             }
         };
-        let crates = unique_crates(&String::from_utf8_lossy(&output.stdout));
+        let listing = String::from_utf8_lossy(&output.stdout);
+        for (_, banned) in KEPT_OUT
+            .iter()
+            .filter(|(package, _)| *package == budget.package)
+        {
+            for name in pulled(&listing, banned) {
+                problems.push(format!(
+                    "{} pulls `{name}` (`{}`): it must stay out of that package's graph",
+                    budget.what,
+                    shown.trim_end()
+                ));
+            }
+        }
+        let crates = unique_crates(&listing);
         if crates > budget.limit {
             problems.push(format!(
                 "{} pulls {crates} unique crates (`{}`); its budget is {}: keep heavy \
@@ -460,6 +507,15 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_out_crates_are_found_by_name() {
+        let tree = "vak-guard v0.1.0 (/w/crates/vak-guard)\nhyper v1.0.0\nrustls v0.23.1 (*)\n";
+        assert_eq!(
+            pulled(tree, &["rustls", "htmd", "hyper-rustls"]),
+            ["rustls"]
+        );
+    }
 
     #[test]
     fn the_workspace_is_tidy() {
