@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 /// The one crate that may hold the workspace's single `unsafe` block.
 const UNSAFE_CRATE: &str = "vak-tool-bash";
 /// The crates that may start processes.
-const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse"];
+const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-sandbox", "vak-tool-browse"];
 /// The crates that may depend on the HTTP stack: the guard (its forward proxy), the two that fetch, and the MCP library, which
 /// serves MCP over HTTP (inbound only: clippy's ban on opening connections holds there too).
 const HTTP_CRATES: &[&str] = &["vak-guard", "vak-tool-net", "vak-tool-browse", "vak-mcp"];
 /// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
-const GUARDED_METHOD_CRATES: &[&str] = &["vak-tool-bash", "vak-tool-browse", "vak-guard"];
+const GUARDED_METHOD_CRATES: &[&str] =
+    &["vak-tool-bash", "vak-sandbox", "vak-tool-browse", "vak-guard"];
 /// Single files of other crates that may start processes (and allow the spawn methods of
 /// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, in
 /// `full-access` only (ARCHITECTURE.md, invariant 7).
@@ -340,7 +341,7 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
         }
     }
     let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
-    let is_layer_crate = matches!(name, "vak-guard" | "vak-markdown");
+    let is_layer_crate = matches!(name, "vak-guard" | "vak-markdown" | "vak-sandbox");
     if is_tool_crate
         || is_layer_crate
         || matches!(name, "vak-tool-core" | "vak-window" | "vak-human")
@@ -355,7 +356,10 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             "vak-guard" => &["vak-tool-core"],
             "vak-markdown" => &[],
             "vak-tool-net" | "vak-tool-browse" => &["vak-tool-core", "vak-guard", "vak-markdown"],
-            "vak-tool-bash" => &["vak-tool-core", "vak-guard"],
+            // The sandbox serves the guard's proxy in its network namespace; bash runs its
+            // commands in the sandbox: guard <- sandbox <- bash.
+            "vak-sandbox" => &["vak-tool-core", "vak-guard"],
+            "vak-tool-bash" => &["vak-tool-core", "vak-guard", "vak-sandbox"],
             _ => &["vak-tool-core"],
         };
         for dep in deps

@@ -36,8 +36,12 @@ struct Fixture {
 /// Where a benchmarked call runs: unconfined, or in the sandbox of a mode with a network.
 #[derive(Debug, Clone, Copy)]
 enum Sandbox {
-    /// `full-access`: no sandbox, the shell spawned directly.
+    /// `full-access`: no sandbox; the helper contains the command in a PID namespace and a
+    /// cgroup (the default limits) since issue 22.
     FullAccess,
+    /// `full-access` with no helper to be found: the shell spawned directly, as every
+    /// `full-access` call was before issue 22.
+    FullAccessDirect,
     /// `workspace-write` with `[bash] network = "guarded"` (the default): the proxy is served.
     WorkspaceGuarded,
     /// `workspace-write` with `[bash] network = "none"`.
@@ -50,6 +54,7 @@ impl std::fmt::Display for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Sandbox::FullAccess => "full-access",
+            Sandbox::FullAccessDirect => "full-access, direct",
             Sandbox::WorkspaceGuarded => "workspace-write, guarded",
             Sandbox::WorkspaceNone => "workspace-write, none",
             Sandbox::ReadOnlyGuarded => "read-only, guarded",
@@ -65,11 +70,22 @@ fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
     let mut settings = BashSettings::default();
-    // The helper cargo built for this bench (next to `deps/`, where discovery would find it
-    // too), named explicitly so that a stale one elsewhere on `PATH` is never measured.
-    settings.sandbox_helper = Some(env!("CARGO_BIN_EXE_vak-sandbox").into());
+    // The helper of the vak-sandbox crate, next to `deps/` (`cargo bench -p vak-sandbox -p
+    // vak-tool-bash` builds it), named explicitly so that a stale one elsewhere on `PATH` is
+    // never measured.
+    let exe = std::env::current_exe().unwrap();
+    let helper = exe.parent().unwrap().parent().unwrap().join("vak-sandbox");
+    assert!(
+        helper.is_file(),
+        "build it first: cargo build --release -p vak-sandbox"
+    );
+    settings.sandbox_helper = Some(helper);
     let mode = match sandbox {
         Sandbox::FullAccess => PermissionMode::FullAccess,
+        Sandbox::FullAccessDirect => {
+            settings.sandbox_helper = Some("/nonexistent/vak-sandbox".into());
+            PermissionMode::FullAccess
+        }
         Sandbox::WorkspaceGuarded => PermissionMode::WorkspaceWrite,
         Sandbox::WorkspaceNone => {
             settings.network = Network::None;
@@ -138,6 +154,7 @@ mod spawn {
     #[divan::bench(
         sample_count = 200,
         args = [
+            Sandbox::FullAccessDirect,
             Sandbox::FullAccess,
             Sandbox::WorkspaceGuarded,
             Sandbox::WorkspaceNone,

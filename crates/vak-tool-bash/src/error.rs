@@ -92,19 +92,6 @@ pub(crate) enum BashError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// The sandbox of the permission mode cannot be had on this machine.
-    #[error(
-        "bash cannot run commands in {mode} mode here: {reason}. Nothing was run, and nothing \
-         will run unconfined. `vak-tools doctor` shows what this machine supports; to run \
-         commands without the sandbox, the person running the agent can set `[permissions] \
-         mode = \"full-access\"`"
-    )]
-    SandboxUnavailable {
-        /// The permission mode.
-        mode: &'static str,
-        /// Why.
-        reason: String,
-    },
     /// The socket to the sandbox helper could not be made.
     #[error(
         "the control socket of the sandbox could not be created ({source}); nothing was run. \

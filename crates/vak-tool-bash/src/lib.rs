@@ -30,7 +30,12 @@
 //! [`register`] takes the permission mode (`[permissions] mode`). The threat model, what the
 //! sandbox does not cover and the macOS plan are in `docs/sandbox.md`; in short (Linux):
 //!
-//! - **`full-access`**: no sandbox. The shell is started directly, as described below.
+//! - **`full-access`**: no sandbox: the command reads, writes and reaches what the user can.
+//!   Its processes are still contained: the helper (below) runs it in PID and mount namespaces
+//!   of its own (only `/proc` is new there; every other mount is the host's), so no process of
+//!   the call outlives the tool, even when the tool is killed with SIGKILL, and the limits
+//!   below apply. The price: the command cannot see or signal processes outside its call.
+//!   Without a helper, or where namespaces are refused, the shell is started directly.
 //! - **`workspace-write`** (the default mode): the command may write only below the
 //!   workspace (its real path, symbolic links resolved), its scratch folder (`$TMPDIR`) and
 //!   harmless devices (`/dev/null`, `/dev/tty`, …); `<workspace>/.vak` (configuration,
@@ -41,8 +46,12 @@
 //! Both sandboxed modes run the command in mount and PID namespaces of its own, inside the user
 //! and network namespaces of its session, with every mount outside the writable folders
 //! read-only (so `chmod`, `chown` and times cannot change either) and Landlock rules on top
-//! (ABI 3 or newer required). No `unsafe` is involved: the workspace's one `unsafe` block is the
-//! `pre_exec` of the `full-access` spawn (below).
+//! (ABI 3 or newer required). No `unsafe` is involved anywhere: the crate forbids it.
+//!
+//! **Limits** ([`BashSettings::max_processes`], [`BashSettings::max_memory`]), in every mode
+//! that runs through the helper: a cgroup per call where the machine lets the tool make one
+//! (v2, or the v1 `pids` and `memory` hierarchies), else `RLIMIT_NPROC` and `RLIMIT_DATA`. A
+//! command that hits one is told which, and why, in a `note:` of its result.
 //!
 //! **The helper.** A multi-threaded process cannot enter new namespaces, so the tool starts a
 //! helper ([`sandbox::helper_main`]): the `vak-sandbox` binary of this crate, or `vak-tools`
@@ -75,23 +84,29 @@
 //! # The environment
 //!
 //! In every mode the command sees the context's environment filtered by [`EnvPolicy`]
-//! (`[bash.env]`): `inherit` all (default), core or none; names matching
-//! [`DEFAULT_EXCLUDES`] (`*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, …) dropped unless
-//! `ignore_default_excludes`; then `exclude`, `set` and `include_only`. On top come a
-//! non-interactive set (`TERM=dumb`, `NO_COLOR=1`, `PAGER=cat`, `GIT_PAGER=cat`,
-//! `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`, `DEBIAN_FRONTEND=noninteractive`,
-//! `CI=1`), `TMPDIR` set to the agent's scratch folder, `VAK_CALL_ID` tagging every process of
-//! the call, and the proxy variables above.
+//! (`[bash.env]`): `inherit` all (default), core or none; credentials dropped unless
+//! `ignore_default_excludes`, recognised by name ([`DEFAULT_EXCLUDES`]: `*KEY*`, `*SECRET*`,
+//! `*TOKEN*`, `*PASS*`, `*AUTH*`, …) and by value ([`secret_in_value`]: a URL with a password,
+//! GitHub, GitLab, Slack, AWS, `sk-…` and other well-known token shapes, PEM private keys, JSON
+//! Web Tokens); then `exclude`, `set` and `include_only`. The first call of a session names
+//! what was withheld in a `note:` (names, never values), and [`environment_report`] (in
+//! `vak-tools doctor`) lists it, so that the model can ask the person for what it needs. On top
+//! come non-interactive defaults, each of which `[bash.env] set` overrides (`TERM=dumb`, or
+//! `TERM=xterm-256color` for a job on a pseudo-terminal, `NO_COLOR=1`, `PAGER=cat`,
+//! `GIT_PAGER=cat`, `GIT_EDITOR=true`, `GIT_TERMINAL_PROMPT=0`, `EDITOR=true`,
+//! `DEBIAN_FRONTEND=noninteractive`, `CI=1`), then what the tool needs and nothing overrides:
+//! `TMPDIR` set to the agent's scratch folder, `VAK_CALL_ID` tagging every process of the call,
+//! and the proxy variables above.
 //!
 //! # Design
 //!
 //! **Spawn.** `SHELL -c COMMAND` (the shell is [`BashSettings::shell`], `/bin/bash` by default)
 //! with stdin from `/dev/null`, in the context's folder or the `cwd` argument. The shell leads
 //! a new session and process group and has no controlling terminal, so a program that opens
-//! `/dev/tty` to prompt fails at once. In the sandbox, init calls `setsid()`; in `full-access`
-//! the child calls it before `exec`, in a `pre_exec` hook that is the workspace's single
-//! `unsafe` block: `process_group(0)` is safe but keeps the caller's terminal (a read from it
-//! stops the process until the timeout), and std's `setsid` is not stable yet. A command
+//! `/dev/tty` to prompt fails at once: the helper's init calls `setsid()` (and, for a job on a
+//! pseudo-terminal, `TIOCSCTTY`) in every mode. Only without a helper does the tool start the
+//! shell itself, in a process group of its own (`process_group(0)`: std's `setsid` is not
+//! stable and a `pre_exec` hook would need `unsafe`), which keeps the caller's session. A command
 //! started with `run_in_background` becomes a job of the session ([`Jobs`]): the same shell,
 //! environment, sandbox and ending, with a pipe (or, with `tty`, a pseudo-terminal that becomes
 //! its controlling terminal) as its standard input.
@@ -100,7 +115,8 @@
 //! leave it, and they see only each other in `/proc`. Once the tool has stopped them (below),
 //! it closes its end of the socket; the helper then kills init, and the kernel ends every
 //! process left in the namespace with it. If the tool's process dies, even by SIGKILL, the
-//! socket closes and the same happens. In `full-access` a call's processes are the shell's
+//! socket closes and the same happens, in `full-access` too. Only when the shell was started
+//! without the helper are a call's processes the shell's
 //! session and group, every process whose environment carries the call's id (a `setsid`'d
 //! grandchild, a double-forked daemon re-parented to init), and the descendants of any of them,
 //! all found by scanning `/proc` (about 15 µs per process): no cgroup, no subreaper, nothing that
@@ -129,7 +145,7 @@
 //! `timed out after 5 s; killed by SIGKILL after SIGTERM grace (2 s)` or `cancelled after …`.
 //! Anything but exit code 0 is an error result; exit code 1 is shown plainly (grep and diff
 //! use it for "no match" and "differs"). Sandbox notes follow, one `note:` line each.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod capture;
@@ -137,6 +153,8 @@ mod clean;
 mod env;
 mod error;
 mod jobs;
+mod limits;
+mod process_tree;
 mod procs;
 mod pty;
 mod run;
@@ -144,7 +162,6 @@ pub mod sandbox;
 mod settings;
 mod spawn;
 mod start;
-mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -152,20 +169,22 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use vak_guard::GuardSettings;
+use vak_guard::proxy::{GuardDialer, Scope};
+use vak_guard::{Guard, Resolver};
 use vak_tool_core::{
     Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
-use vak_guard::GuardSettings;
-use vak_guard::{Guard, Resolver};
-use vak_guard::proxy::{GuardDialer, Scope};
 
-pub use crate::env::{DEFAULT_EXCLUDES, EnvPolicy, Inherit};
+pub use crate::env::{
+    DEFAULT_EXCLUDES, EnvPolicy, Filtered, Inherit, KEPT_NAMES, Withheld, secret_in_value,
+};
 use crate::error::BashError;
 pub use crate::jobs::{Jobs, JobsArgs, MAX_WAIT_MS};
 use crate::run::run;
-use crate::sandbox::Policy;
-pub use crate::settings::{BashSettings, Network};
+pub use crate::settings::{BashSettings, MemoryLimit, Network, UnixSockets};
 use crate::start::Request;
+use vak_sandbox::Policy;
 
 /// The default `timeout_ms`: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -294,6 +313,33 @@ impl Tool for Bash {
     }
 }
 
+/// What `[bash.env]` withholds from the commands' environment when it starts from `env` (the
+/// context's), as `vak-tools doctor` prints it: one line, then one line per variable (names
+/// and why, never values).
+pub fn environment_report(
+    settings: &BashSettings,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> String {
+    let filtered = settings.env.filter(env);
+    if settings.env.ignore_default_excludes {
+        return "environment: credentials are passed to commands ([bash.env] \
+                ignore_default_excludes = true)\n"
+            .to_owned();
+    }
+    if filtered.withheld.is_empty() {
+        return "environment: no variable looks like a credential; nothing withheld\n".to_owned();
+    }
+    let mut text = format!(
+        "environment: {} withheld from commands as credentials (add one to [bash.env] set to \
+         pass it):\n",
+        human::count(filtered.withheld.len() as u64, "variable", "variables")
+    );
+    for withheld in &filtered.withheld {
+        text.push_str(&format!("  {} ({})\n", withheld.name, withheld.reason));
+    }
+    text
+}
+
 /// The shell's file name (`bash` for `/bin/bash`), as the description names it.
 fn shell_name(shell: &Path) -> String {
     shell
@@ -396,8 +442,12 @@ mod tests {
             stream_bytes: 64 * 1024,
             ..BashSettings::default()
         };
-        let text =
-            Bash::new(settings, PermissionMode::default(), &GuardSettings::default()).description();
+        let text = Bash::new(
+            settings,
+            PermissionMode::default(),
+            &GuardSettings::default(),
+        )
+        .description();
         assert!(text.contains("`zsh -c`"), "{text}");
         assert!(text.contains("after a 1.5 s grace, SIGKILL"), "{text}");
         assert!(text.contains("first and last 32 KiB"), "{text}");

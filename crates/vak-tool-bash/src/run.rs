@@ -29,12 +29,12 @@ use vak_tool_core::{Progress, ToolContext, ToolOutput, human};
 
 use crate::capture::{Capture, Kept};
 use crate::clean::{binary_output, clean};
+use crate::process_tree::{BLANK_RESCANS, BLANK_WAIT, ShellEnd, Tree};
 use crate::procs::{Proc, cmdline, signal_name};
-use crate::sandbox::Policy;
 use crate::settings::BashSettings;
 use crate::spawn::Input;
 use crate::start::{Request, Started, start};
-use crate::tree::{BLANK_RESCANS, BLANK_WAIT, ShellEnd, Tree};
+use vak_sandbox::Policy;
 
 /// How often a stopping tree is scanned again.
 const POLL: Duration = Duration::from_millis(20);
@@ -59,6 +59,8 @@ pub(crate) async fn run(
         stdout,
         stderr,
         plan,
+        env_note,
+        limited,
     } = match start(&request, Input::Null, settings, policy, ctx).await {
         Ok(started) => started,
         Err(text) => return ToolOutput::error(text),
@@ -117,7 +119,7 @@ pub(crate) async fn run(
     let stdout = streams.sink.stdout.kept();
     let stderr = streams.sink.stderr.kept();
     let failed = !matches!(status, Status::Exited(ShellEnd::Code(0)));
-    let notes = plan
+    let mut notes = plan
         .as_ref()
         .map(|plan| {
             plan.notes(
@@ -128,6 +130,8 @@ pub(crate) async fn run(
             )
         })
         .unwrap_or_default();
+    notes.extend(limited.notes(failed, &[&clean(&stderr.head), &clean(&stderr.tail)]));
+    notes.extend(env_note);
     render(&Outcome {
         ending: Ending {
             status,

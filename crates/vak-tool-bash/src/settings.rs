@@ -74,6 +74,136 @@ pub struct BashSettings {
     /// Milliseconds between two progress reports of a running foreground command, sent to a
     /// caller that listens (an MCP client that gave a `progressToken`; default 1000).
     pub progress_ms: u64,
+    /// The most tasks (processes and threads) one command may hold at once (default 4096; 0:
+    /// no limit). A fork past it fails with `EAGAIN` and the result says the limit was hit.
+    /// 4096 stops a fork bomb within a fraction of a second while leaving a build room: a
+    /// `make -j64` holds a few hundred processes, a JVM build daemon (Gradle, Bazel) a few
+    /// hundred to a thousand threads.
+    pub max_processes: u64,
+    /// The most memory one command may use (default `"50%"` of the machine's RAM): bytes as an
+    /// integer, a size (`"4G"`, `"512 MiB"`), a share of the RAM (`"25%"`), or `"unlimited"`.
+    /// Past it the kernel ends a process of the command (SIGKILL) and the result says why.
+    /// Half the RAM lets a large link or test run proceed and still stops a runaway allocation
+    /// before the machine swaps or its own OOM killer picks a victim outside the command (the
+    /// agent, the person's editor).
+    pub max_memory: MemoryLimit,
+    /// Whether a sandboxed command may create Unix sockets: `"deny"` (default: a socket by
+    /// path, such as the host's Docker or D-Bus socket or a `/tmp/x.sock`, cannot be connected
+    /// to, nor can one be listened on) or `"allow"` (for test suites and tools that talk over
+    /// one inside the workspace; the host's sockets become reachable too). `socketpair` works
+    /// either way. `full-access` is not sandboxed.
+    pub unix_sockets: UnixSockets,
+}
+
+/// `[bash] unix_sockets`: whether a sandboxed command may create Unix sockets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum UnixSockets {
+    /// `socket(AF_UNIX, …)` fails with `EPERM` (the default).
+    #[default]
+    Deny,
+    /// Unix sockets work as outside the sandbox.
+    Allow,
+}
+
+/// `[bash] max_memory`: a size, a share of the machine's RAM, or no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemoryLimit {
+    /// This many bytes.
+    Bytes(u64),
+    /// This percentage (1 to 100) of the machine's RAM.
+    PercentOfRam(u8),
+    /// No limit.
+    Unlimited,
+}
+
+impl Default for MemoryLimit {
+    fn default() -> Self {
+        MemoryLimit::PercentOfRam(50)
+    }
+}
+
+impl MemoryLimit {
+    /// The limit in bytes on this machine (`None`: no limit, or the RAM could not be read).
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            MemoryLimit::Bytes(0) | MemoryLimit::Unlimited => None,
+            MemoryLimit::Bytes(bytes) => Some(bytes),
+            MemoryLimit::PercentOfRam(percent) => {
+                ram_bytes().map(|ram| ram / 100 * u64::from(percent.min(100)))
+            }
+        }
+    }
+
+    /// Parses `"4G"`, `"512 MiB"`, `"1024"`, `"25%"`, `"unlimited"` (case ignored; K, M, G, T
+    /// are powers of 1024).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("unlimited") || text.eq_ignore_ascii_case("none") {
+            return Ok(MemoryLimit::Unlimited);
+        }
+        if let Some(percent) = text.strip_suffix('%') {
+            return match percent.trim().parse::<u8>() {
+                Ok(percent @ 1..=100) => Ok(MemoryLimit::PercentOfRam(percent)),
+                _ => Err(format!("{text:?}: a share of the RAM is 1% to 100%")),
+            };
+        }
+        let digits = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(digits);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("{text:?}: expected a size such as \"4G\" or \"512 MiB\""))?;
+        let unit = unit.trim().to_ascii_uppercase();
+        let shift = match unit.trim_end_matches('B').trim_end_matches('I') {
+            "" => 0,
+            "K" => 10,
+            "M" => 20,
+            "G" => 30,
+            "T" => 40,
+            _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
+        };
+        number
+            .checked_mul(1 << shift)
+            .map(MemoryLimit::Bytes)
+            .ok_or_else(|| format!("{text:?}: too large"))
+    }
+}
+
+/// The machine's RAM (`MemTotal` of `/proc/meminfo`).
+fn ram_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+impl Serialize for MemoryLimit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MemoryLimit::Bytes(bytes) => serializer.serialize_u64(*bytes),
+            MemoryLimit::PercentOfRam(percent) => serializer.serialize_str(&format!("{percent}%")),
+            MemoryLimit::Unlimited => serializer.serialize_str("unlimited"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Bytes(bytes) => Ok(MemoryLimit::Bytes(bytes)),
+            Raw::Text(text) => MemoryLimit::parse(&text).map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 impl Default for BashSettings {
@@ -92,6 +222,9 @@ impl Default for BashSettings {
             jobs_buffer_bytes: 16 * 1024 * 1024,
             job_settle_ms: 1000,
             progress_ms: 1000,
+            max_processes: 4096,
+            max_memory: MemoryLimit::default(),
+            unix_sockets: UnixSockets::Deny,
         }
     }
 }
@@ -133,5 +266,38 @@ mod tests {
         assert_eq!(empty, BashSettings::default());
         let error = serde_json::from_str::<BashSettings>(r#"{"kill_grace": 5}"#).unwrap_err();
         assert!(error.to_string().contains("unknown field"), "{error}");
+    }
+
+    #[test]
+    fn limits_parse_as_numbers_sizes_and_shares() {
+        let parsed = |json: &str| serde_json::from_str::<BashSettings>(json);
+        let settings = parsed(r#"{"max_processes": 64, "max_memory": 1048576}"#).unwrap();
+        assert_eq!(settings.max_processes, 64);
+        assert_eq!(settings.max_memory, MemoryLimit::Bytes(1 << 20));
+        for (text, expected) in [
+            ("4G", MemoryLimit::Bytes(4 << 30)),
+            ("512 MiB", MemoryLimit::Bytes(512 << 20)),
+            ("64mb", MemoryLimit::Bytes(64 << 20)),
+            ("100k", MemoryLimit::Bytes(100 << 10)),
+            ("2048", MemoryLimit::Bytes(2048)),
+            ("25%", MemoryLimit::PercentOfRam(25)),
+            ("unlimited", MemoryLimit::Unlimited),
+        ] {
+            let json = format!(r#"{{"max_memory": "{text}"}}"#);
+            assert_eq!(parsed(&json).unwrap().max_memory, expected, "{text}");
+            let round = serde_json::to_string(&expected).unwrap();
+            assert_eq!(
+                serde_json::from_str::<MemoryLimit>(&round).unwrap(),
+                expected
+            );
+        }
+        for bad in ["0%", "101%", "4X", "G", "-1", "99999999999T"] {
+            let json = format!(r#"{{"max_memory": "{bad}"}}"#);
+            assert!(parsed(&json).is_err(), "{bad}");
+        }
+        let half = MemoryLimit::default().bytes().unwrap();
+        assert!(half > 0 && half < ram_bytes().unwrap(), "{half}");
+        assert_eq!(MemoryLimit::Unlimited.bytes(), None);
+        assert_eq!(MemoryLimit::Bytes(0).bytes(), None);
     }
 }

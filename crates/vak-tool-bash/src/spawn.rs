@@ -1,5 +1,5 @@
-//! Starting the shell: `SHELL -c COMMAND` in a new session (directly in `full-access`, through
-//! the sandbox helper otherwise), with stdin from `/dev/null` (a foreground call), a pipe or a
+//! Starting the shell: `SHELL -c COMMAND` through the helper (a new session, in namespaces of
+//! its own; directly, in a process group of its own, only in `full-access` without a helper), with stdin from `/dev/null` (a foreground call), a pipe or a
 //! pseudo-terminal (a background job), piped stdout and stderr (or the terminal), the call's
 //! folder and the environment of `[bash] env` plus a non-interactive set.
 
@@ -12,25 +12,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
-use crate::env::EnvPolicy;
+use crate::env::{EnvPolicy, Filtered, command_env};
 use crate::error::BashError;
 use crate::procs::CALL_ID_VAR;
-use crate::sandbox::control::send_fd;
-use crate::sandbox::{Message, Role, Spec};
-
-/// Variables that keep programs from waiting for a person: no pager, no editor, no prompt, no
-/// colour, no interactive installer.
-pub(crate) const NON_INTERACTIVE: &[(&str, &str)] = &[
-    ("TERM", "dumb"),
-    ("NO_COLOR", "1"),
-    ("PAGER", "cat"),
-    ("GIT_PAGER", "cat"),
-    ("GIT_EDITOR", "true"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("EDITOR", "true"),
-    ("DEBIAN_FRONTEND", "noninteractive"),
-    ("CI", "1"),
-];
+use vak_sandbox::control::send_fd;
+use vak_sandbox::{Message, Role, Spec};
 
 /// A fresh id for one call, unique on this host: process id, time and a counter.
 pub(crate) fn new_call_id() -> String {
@@ -88,6 +74,8 @@ pub(crate) struct Spawned {
     pub(crate) stdout: Option<ChildStdout>,
     /// Its stderr pipe (none with a terminal, where both streams are one).
     pub(crate) stderr: Option<ChildStderr>,
+    /// What the environment policy withheld as credentials.
+    pub(crate) environment: Filtered,
 }
 
 /// What the shell is started with.
@@ -149,6 +137,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
     check_shell(launch.shell)?;
     let ends = ends(launch.input)?;
     let terminal = launch.input == Input::Tty;
+    let mut environment = command_env(launch.policy, launch.env, terminal);
     let inherited = launch
         .env
         .iter()
@@ -213,7 +202,10 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
                         .stderr(Stdio::piped());
                 }
             }
-            new_session(command.as_std_mut(), terminal);
+            // Only without the helper (not found, or no namespaces here): a process group of
+            // its own, so that the tree can be signalled as one; it keeps the caller's session
+            // (std's `setsid` is unstable and `pre_exec` would need `unsafe`), see `start`.
+            command.process_group(0);
             command
         }
     };
@@ -221,8 +213,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
         .current_dir(launch.cwd)
         .kill_on_drop(true)
         .env_clear()
-        .envs(launch.policy.apply(launch.env))
-        .envs(NON_INTERACTIVE.iter().copied())
+        .envs(std::mem::take(&mut environment.env))
         .env("TMPDIR", launch.tmpdir)
         .env(CALL_ID_VAR, call_id);
     let mut child = command.spawn().map_err(|source| {
@@ -259,6 +250,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
         stdin,
         stdout,
         stderr,
+        environment,
     })
 }
 
@@ -275,43 +267,6 @@ fn check_shell(shell: &Path) -> Result<(), BashError> {
         });
     }
     Ok(())
-}
-
-/// Makes the child call `setsid()` before it runs the shell: a new session and process group
-/// led by the shell, and no controlling terminal, so a program that opens `/dev/tty` to prompt
-/// fails at once instead of waiting for a person, and a terminal's job-control signals never
-/// reach the call. With `terminal`, the child then takes its standard input (a
-/// pseudo-terminal of the tool's) as the new session's controlling terminal (`TIOCSCTTY`).
-///
-/// `CommandExt::process_group(0)` would be safe, but it only calls `setpgid`: the child stays
-/// in the caller's session, keeps the controlling terminal, and a read from `/dev/tty` stops it
-/// with SIGTTIN until the timeout. std's own `CommandExt::setsid` is still unstable
-/// (rust-lang/rust#105376), so this is the workspace's one `unsafe` block.
-fn new_session(command: &mut std::process::Command, terminal: bool) {
-    use std::os::unix::process::CommandExt as _;
-    let detach = move || {
-        rustix::process::setsid().map_err(std::io::Error::from)?;
-        if terminal {
-            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())
-                .map_err(std::io::Error::from)?;
-        }
-        Ok(())
-    };
-    #[allow(
-        unsafe_code,
-        reason = "the workspace's one audited unsafe block: setsid() and TIOCSCTTY in the forked \
-                  child"
-    )]
-    // SAFETY: `pre_exec` runs the closure in the forked child, before `exec`, where only
-    // async-signal-safe work is sound (another thread of the parent may have held a lock at the
-    // fork). The closure makes at most two raw system calls through rustix (`setsid`, and
-    // `ioctl(0, TIOCSCTTY)` with a terminal; no libc wrapper state, no allocation, no lock),
-    // reads only the `bool` it captured by value, and turns an errno into an `io::Error` with
-    // `from_raw_os_error`, which does not allocate either. It touches no memory shared with
-    // the parent.
-    unsafe {
-        command.pre_exec(detach);
-    }
 }
 
 #[cfg(test)]

@@ -6,14 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
-use vak_tool_core::ToolContext;
+use vak_tool_core::{PermissionMode, ToolContext};
 
 use crate::error::BashError;
-use crate::sandbox::session::SessionNet;
-use crate::sandbox::{Control, Plan, Policy, Stdin, control};
+use crate::limits::Limited;
+use crate::process_tree::Tree;
 use crate::settings::BashSettings;
 use crate::spawn::{Input, Launch, Sandboxed, new_call_id, spawn};
-use crate::tree::Tree;
+use vak_sandbox::net_holder::SessionNet;
+use vak_sandbox::{Control, Plan, Policy, Stdin, control};
 
 /// A validated call.
 #[derive(Debug)]
@@ -31,6 +32,27 @@ pub(crate) struct Started {
     pub(crate) stderr: Option<ChildStderr>,
     /// The sandbox it runs in, outside `full-access`.
     pub(crate) plan: Option<Plan>,
+    /// What the environment policy withheld as credentials, named on the first call of a
+    /// session only.
+    pub(crate) env_note: Option<String>,
+    /// Its limits (`max_processes`, `max_memory`), and the cgroup that holds them.
+    pub(crate) limited: Limited,
+}
+
+/// Whether a session's first command has been told what its environment withheld.
+#[derive(Default)]
+struct EnvNoted(std::sync::atomic::AtomicBool);
+
+/// The policy of a call that a person approved (an MCP server asks before `bash` in
+/// `read-only`): it runs with `workspace-write`'s confinement, the same reach as an approved
+/// `write`, and never unconfined. `None`: the tool's own policy stands.
+fn approved_policy(policy: &Policy, ctx: &ToolContext) -> Option<Policy> {
+    let approved = ctx.approved_mode()?;
+    let widened = policy.mode == PermissionMode::ReadOnly && approved != PermissionMode::ReadOnly;
+    widened.then(|| Policy {
+        mode: PermissionMode::WorkspaceWrite,
+        dialer: std::sync::Arc::clone(&policy.dialer),
+    })
 }
 
 /// Starts `request`'s command with `input`; `Err` is the error result's text.
@@ -44,17 +66,29 @@ pub(crate) async fn start(
     let tmpdir = ctx
         .scratch_dir()
         .map_err(|source| BashError::Scratch { source }.to_string())?;
+    let options = crate::sandbox::options(settings);
+    let approved = approved_policy(policy, ctx);
+    let policy = approved.as_ref().unwrap_or(policy);
     let mut plan = policy
-        .plan(ctx, &tmpdir, &request.cwd, settings, &request.command)
+        .plan(ctx, &tmpdir, &request.cwd, &options, &request.command)
         .map_err(|error| error.to_string())?;
+    if plan.is_none() {
+        // `full-access`: no sandbox, but a PID namespace that dies with the tool.
+        plan = policy.contain(&request.cwd, &options, &request.command);
+    }
+    let call_id = new_call_id();
+    let mut limited = Limited::default();
     if let Some(plan) = plan.as_mut() {
-        let holder = ctx
-            .session()
-            .state::<SessionNet>()
-            .holder(&plan.helper)
-            .await
-            .map_err(|reason| plan.refusal(&reason))?;
-        plan.join(&holder);
+        if !plan.spec.full_access {
+            let holder = ctx
+                .session()
+                .state::<SessionNet>()
+                .holder(&plan.helper)
+                .await
+                .map_err(|reason| plan.refusal(&reason))?;
+            plan.join(&holder);
+        }
+        limited = Limited::apply(settings, plan, &call_id);
         plan.spec.stdin = match input {
             Input::Null => Stdin::Null,
             Input::Pipe => Stdin::Pipe,
@@ -67,7 +101,6 @@ pub(crate) async fn start(
         .transpose()
         .map_err(|source| BashError::Control { source }.to_string())?;
     let (ours, theirs) = sockets.unzip();
-    let call_id = new_call_id();
     let sandbox = match (&plan, &ours, theirs) {
         (Some(plan), Some(ours), Some(theirs)) => Some(Sandboxed {
             helper: &plan.helper,
@@ -99,5 +132,12 @@ pub(crate) async fn start(
         stdout: spawned.stdout,
         stderr: spawned.stderr,
         plan,
+        env_note: spawned.environment.note().filter(|_| {
+            !ctx.session()
+                .state::<EnvNoted>()
+                .0
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        }),
+        limited,
     })
 }

@@ -13,13 +13,13 @@ use tokio::time::Instant;
 use vak_tool_core::human;
 
 use super::job::{End, Job, JobSink};
+use crate::process_tree::{ShellEnd, Tree};
 use crate::procs::signal_name;
 use crate::run::{
     Ending, Seen, Status, Streams, Trigger, conclude, ending_text, stop_signal_phrase,
 };
-use crate::sandbox::Plan;
 use crate::settings::BashSettings;
-use crate::tree::{ShellEnd, Tree};
+use vak_sandbox::Plan;
 
 /// Runs `job` to its end.
 pub(crate) async fn drive(
@@ -29,6 +29,7 @@ pub(crate) async fn drive(
     settings: BashSettings,
     timeout: Option<Duration>,
     plan: Option<Plan>,
+    limited: crate::limits::Limited,
 ) {
     let started = job.started;
     let timeout_at = timeout.map(|timeout| started + timeout);
@@ -85,11 +86,14 @@ pub(crate) async fn drive(
         timeout: timeout.unwrap_or_default(),
     };
     let (mut text, is_error) = ending_text(&ending);
-    if let Some(plan) = &plan {
-        let (head, tail) = job.notes_stderr();
-        for note in plan.notes(report.as_ref(), !status.succeeded(), &head, &tail) {
-            text.push_str(&format!("note: {note}\n"));
-        }
+    let (head, tail) = job.notes_stderr();
+    let mut notes = plan
+        .as_ref()
+        .map(|plan| plan.notes(report.as_ref(), !status.succeeded(), &head, &tail))
+        .unwrap_or_default();
+    notes.extend(limited.notes(!status.succeeded(), &[&head, &tail]));
+    for note in notes {
+        text.push_str(&format!("note: {note}\n"));
     }
     job.finish(End {
         text,

@@ -14,8 +14,8 @@ use vak_tool_core::{CancellationToken, human};
 use super::ring::{Ring, Taken};
 use crate::capture::Capture;
 use crate::clean::{binary_output, clean};
+use crate::process_tree::Published;
 use crate::run::{Sink, Which};
-use crate::tree::Published;
 
 /// Bytes of a job's stderr kept whole (head and tail) for the sandbox's notes at its end.
 const NOTES_BYTES: usize = 8 * 1024;

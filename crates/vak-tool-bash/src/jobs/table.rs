@@ -177,7 +177,7 @@ impl Drop for JobTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Published;
+    use crate::process_tree::Published;
 
     fn settings(jobs_max: usize, buffer: usize) -> BashSettings {
         BashSettings {

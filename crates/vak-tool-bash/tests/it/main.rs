@@ -7,8 +7,11 @@
 
 mod support;
 
+mod contain;
 mod ending;
+mod env;
 mod jobs;
+mod limits;
 mod output;
 mod sandbox;
 mod spawn;

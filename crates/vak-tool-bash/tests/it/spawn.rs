@@ -9,7 +9,8 @@ use crate::support::Setup;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shell_leads_its_own_session_without_a_terminal() {
-    // Unsandboxed; in the sandbox the session is its init's (see `sandbox.rs`).
+    // Unsandboxed: the session is that of the helper's init, process 1 of the call's PID
+    // namespace (as in the sandbox, see `sandbox.rs`), and has no terminal.
     let setup = Setup::new().in_mode(vak_tool_core::PermissionMode::FullAccess);
     // Fields 5, 6 and 7 of /proc/PID/stat: process group, session, controlling terminal.
     let run = setup
@@ -19,8 +20,8 @@ async fn the_shell_leads_its_own_session_without_a_terminal() {
         )
         .await;
     let lines: Vec<&str> = run.text.lines().collect();
-    let pid = lines[2];
-    assert_eq!(lines[3], format!("{pid} {pid} 0"), "{}", run.text);
+    assert_eq!(lines[2], "2", "{}", run.text);
+    assert_eq!(lines[3], "1 1 0", "{}", run.text);
     assert_eq!(lines[4], "no-tty");
 }
 

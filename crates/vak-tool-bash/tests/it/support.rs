@@ -1,6 +1,8 @@
 //! Running the tool under test and checking that a call left no process behind.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -42,10 +44,40 @@ fn marker() -> String {
     )
 }
 
-/// The settings of every test: the crate's own helper, named as cargo built it.
+/// The sandbox helper of the `vak-sandbox` crate, where cargo puts its binary (the folder
+/// above `deps/`, where this test runs). `cargo test -p vak-sandbox -p vak-tool-bash` (or the
+/// whole workspace) builds it; alone, `cargo test -p vak-tool-bash` does not (a binary of
+/// another package), so it is built here once when missing.
+pub(crate) fn helper() -> PathBuf {
+    static HELPER: OnceLock<PathBuf> = OnceLock::new();
+    HELPER
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let profile = exe.parent().and_then(Path::parent).unwrap();
+            let helper = profile.join("vak-sandbox");
+            if !helper.is_file() {
+                let release = profile.file_name() == Some("release".as_ref());
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "vak-tool-bash starts processes: here, cargo building the helper"
+                )]
+                let mut cargo = std::process::Command::new(env!("CARGO"));
+                cargo.args(["build", "-p", "vak-sandbox", "--bin", "vak-sandbox"]);
+                if release {
+                    cargo.arg("--release");
+                }
+                let status = cargo.status().unwrap();
+                assert!(status.success() && helper.is_file(), "building vak-sandbox");
+            }
+            helper
+        })
+        .clone()
+}
+
+/// The settings of every test: the sandbox crate's helper, named as cargo built it.
 pub(crate) fn test_settings() -> BashSettings {
     let mut settings = BashSettings::default();
-    settings.sandbox_helper = Some(env!("CARGO_BIN_EXE_vak-sandbox").into());
+    settings.sandbox_helper = Some(helper());
     settings
 }
 

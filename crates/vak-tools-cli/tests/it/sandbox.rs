@@ -121,19 +121,44 @@ fn sigterm_to_the_mcp_server_ends_its_calls_trees() {
     drop(input);
 }
 
+/// An installation of the binary in `dir`: `vak-tools` and, with `helper`, a `vak-sandbox`
+/// beside it with that content (hard links of the built binary where `None`: it embeds the
+/// helper). Returns the path of `vak-tools`.
+fn install(dir: &std::path::Path, helper: Option<&str>) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir).unwrap();
+    let bin = dir.join("vak-tools");
+    std::fs::hard_link(BIN, &bin)
+        .or_else(|_| std::fs::copy(BIN, &bin).map(drop))
+        .unwrap();
+    let sibling = dir.join("vak-sandbox");
+    match helper {
+        None => std::fs::hard_link(BIN, &sibling)
+            .or_else(|_| std::fs::copy(BIN, &sibling).map(drop))
+            .unwrap(),
+        Some(script) => {
+            std::fs::write(&sibling, script).unwrap();
+            std::fs::set_permissions(&sibling, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    bin
+}
+
 #[test]
 fn doctor_says_what_the_machine_supports() {
     let workspace = tempfile::tempdir().unwrap();
-    let output = crate::run(workspace.path(), &["doctor"], None);
+    let place = tempfile::tempdir().unwrap();
+    let bin = install(place.path(), None);
+    let output = Command::new(&bin)
+        .arg("doctor")
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("permission mode: workspace-write"), "{text}");
     // The small helper installed beside the binary is preferred to the binary itself.
-    let sibling = std::path::Path::new(BIN).with_file_name("vak-sandbox");
-    assert!(
-        sibling.is_file(),
-        "cargo builds vak-sandbox beside vak-tools"
-    );
+    let sibling = bin.with_file_name("vak-sandbox");
     assert!(
         text.contains(&format!("sandbox helper: {}", sibling.display())),
         "{text}"
@@ -173,4 +198,47 @@ fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
     assert!(output.status.success());
     assert!(std::path::Path::new(&target).exists());
     std::fs::remove_file(&target).unwrap();
+}
+
+#[test]
+fn a_helper_inside_the_workspace_is_never_run() {
+    // `cargo run` from the workspace: `vak-tools` and a `vak-sandbox` beside it, both inside
+    // the folder the sandbox lets commands write. A command could have replaced the helper
+    // (here: a script that leaves a mark on the host, then runs the real one).
+    let workspace = tempfile::tempdir().unwrap();
+    let mark = std::env::temp_dir().join(tag("helper-mark"));
+    let script = format!("#!/bin/sh\ntouch {}\nexec {BIN} \"$@\"\n", mark.display());
+    let bin = install(&workspace.path().join("target/debug"), Some(&script));
+    let output = Command::new(&bin)
+        .args(["call", "bash", r#"{"command":"echo ran"}"#])
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let marked = mark.exists();
+    let _ = std::fs::remove_file(&mark);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("ran"), "{text}");
+    assert!(!marked, "the helper inside the workspace was run: {text}");
+    // Named explicitly, it is refused (and still not run).
+    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
+    std::fs::write(
+        workspace.path().join(".vak/config.toml"),
+        format!(
+            "[bash]\nsandbox_helper = \"{}\"\n",
+            bin.with_file_name("vak-sandbox").display()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(&bin)
+        .args(["call", "bash", r#"{"command":"echo ran"}"#])
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let marked = mark.exists();
+    let _ = std::fs::remove_file(&mark);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("could replace it"), "{text}");
+    assert!(!marked, "the helper inside the workspace was run: {text}");
 }

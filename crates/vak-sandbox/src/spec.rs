@@ -15,12 +15,14 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
+use crate::limits::Limits;
+
 /// The hidden first argument that selects the helper, in `vak-sandbox` and in `vak-tools`.
 pub const HELPER_ARG: &str = "__vak-sandbox";
 
 /// The network a sandboxed command gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Net {
+pub enum Net {
     /// A network namespace with only loopback up.
     None,
     /// As `None`, plus a listener on loopback whose connections the tool serves with the
@@ -30,7 +32,7 @@ pub(crate) enum Net {
 
 /// What the shell's standard input is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stdin {
+pub enum Stdin {
     /// `/dev/null`: a foreground call.
     Null,
     /// A pipe whose reading end the tool sends (a `stdin` message): a background job.
@@ -52,25 +54,39 @@ impl Stdin {
 
 /// What one sandboxed command runs under.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Spec {
-    pub(crate) net: Net,
-    pub(crate) stdin: Stdin,
+pub struct Spec {
+    /// The network it gets.
+    pub net: Net,
+    /// Its standard input.
+    pub stdin: Stdin,
     /// The session's network holder (pid and start time, as the tool sees it), whose user and
     /// network namespaces the command joins instead of making its own.
-    pub(crate) join: Option<(i32, u64)>,
+    pub join: Option<(i32, u64)>,
     /// Folders (real paths) below which the command may write.
-    pub(crate) write: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
     /// Folders inside a writable one that stay read-only (`<workspace>/.vak`), except for the
     /// writable folders inside them (the scratch folder).
-    pub(crate) protect: Vec<PathBuf>,
-    pub(crate) cwd: PathBuf,
+    pub protect: Vec<PathBuf>,
+    /// The folder it starts in (a real path).
+    pub cwd: PathBuf,
     /// The program and its arguments: `SHELL -c COMMAND`.
-    pub(crate) program: Vec<OsString>,
+    pub program: Vec<OsString>,
+    /// The folders of the call's cgroup, which the run process joins before anything else
+    /// (the limits; see [`crate::limits`]).
+    pub cgroups: Vec<PathBuf>,
+    /// The call's limits; init sets them as rlimits when there is no cgroup.
+    pub limits: Limits,
+    /// `full-access`: none of the confinement, only the PID and mount namespaces that contain
+    /// the command's processes (see [`crate::contain`]).
+    pub full_access: bool,
+    /// Whether the command may create Unix sockets (`[bash] unix_sockets = "allow"`); by
+    /// default seccomp refuses `socket(AF_UNIX, …)`.
+    pub unix_sockets: bool,
 }
 
 /// The part of the helper a command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
     /// The outer helper: enters the namespaces, starts the init, watches the control socket.
     Run,
     /// Process 1 of the new PID namespace: mounts, loopback, Landlock, the shell, reaping.
@@ -95,7 +111,7 @@ impl Role {
 
 impl Spec {
     /// The arguments after the helper's path, for `role`.
-    pub(crate) fn to_args(&self, role: Role) -> Vec<OsString> {
+    pub fn to_args(&self, role: Role) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![HELPER_ARG.into(), role.name().into()];
         args.push("--net".into());
         args.push(
@@ -121,13 +137,33 @@ impl Spec {
         }
         args.push("--cwd".into());
         args.push(self.cwd.as_os_str().into());
+        if self.unix_sockets {
+            args.push("--unix-sockets".into());
+            args.push("allow".into());
+        }
+        for dir in &self.cgroups {
+            args.push("--cgroup".into());
+            args.push(dir.into());
+        }
+        if let Some(max) = self.limits.max_processes {
+            args.push("--max-processes".into());
+            args.push(max.to_string().into());
+        }
+        if let Some(max) = self.limits.max_memory {
+            args.push("--max-memory".into());
+            args.push(max.to_string().into());
+        }
+        if self.full_access {
+            args.push("--full-access".into());
+            args.push("yes".into());
+        }
         args.push("--".into());
         args.extend(self.program.iter().cloned());
         args
     }
 
     /// Parses the arguments after the helper's own path (starting with [`HELPER_ARG`]).
-    pub(crate) fn parse(args: &[OsString]) -> Result<(Role, Option<Spec>), String> {
+    pub fn parse(args: &[OsString]) -> Result<(Role, Option<Spec>), String> {
         let mut args = args.iter();
         if args.next().map(OsString::as_os_str) != Some(OsStr::new(HELPER_ARG)) {
             return Err(format!("the first argument must be {HELPER_ARG}"));
@@ -147,6 +183,10 @@ impl Spec {
             protect: Vec::new(),
             cwd: PathBuf::from("/"),
             program: Vec::new(),
+            cgroups: Vec::new(),
+            limits: Limits::default(),
+            full_access: false,
+            unix_sockets: false,
         };
         while let Some(flag) = args.next() {
             let flag = flag.to_str().unwrap_or_default();
@@ -181,6 +221,26 @@ impl Spec {
                 "--write" => spec.write.push(value.into()),
                 "--protect" => spec.protect.push(value.into()),
                 "--cwd" => spec.cwd = value.into(),
+                "--unix-sockets" => {
+                    spec.unix_sockets = match value.to_str() {
+                        Some("allow") => true,
+                        Some("deny") => false,
+                        _ => return Err(format!("unknown unix_sockets {value:?}")),
+                    }
+                }
+                "--cgroup" => spec.cgroups.push(value.into()),
+                "--max-processes" | "--max-memory" => {
+                    let number = value
+                        .to_str()
+                        .and_then(|text| text.parse().ok())
+                        .ok_or_else(|| format!("bad {flag} {value:?}"))?;
+                    if flag == "--max-processes" {
+                        spec.limits.max_processes = Some(number);
+                    } else {
+                        spec.limits.max_memory = Some(number);
+                    }
+                }
+                "--full-access" => spec.full_access = value == "yes",
                 _ => return Err(format!("unknown flag {flag:?}")),
             }
         }
@@ -193,7 +253,7 @@ impl Spec {
 
 /// A message on the control socket: one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Message {
+pub enum Message {
     /// The init process was started; its pid as the tool sees it.
     Init(i32),
     /// The proxy listener (sent along as a file descriptor) listens on this loopback port.
@@ -224,12 +284,12 @@ pub(crate) enum Message {
 impl Message {
     /// Whether a descriptor comes with the message (sent along with its bytes): only the
     /// messages that carry one may claim a received descriptor, whatever else arrived with it.
-    pub(crate) fn carries_fd(&self) -> bool {
+    pub fn carries_fd(&self) -> bool {
         matches!(self, Message::Proxy(_) | Message::Stdin | Message::Dialed)
     }
 
     /// The message's line, with its line feed.
-    pub(crate) fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         match self {
             Message::Init(pid) => format!("init {pid}\n"),
             Message::Proxy(port) => format!("proxy {port}\n"),
@@ -246,7 +306,7 @@ impl Message {
     }
 
     /// Reads a message's line (without its line feed).
-    pub(crate) fn decode(text: &str) -> Option<Self> {
+    pub fn decode(text: &str) -> Option<Self> {
         let (kind, rest) = text.split_once(' ')?;
         Some(match kind {
             "init" => Message::Init(rest.parse().ok()?),
@@ -286,6 +346,13 @@ mod tests {
                 "-c".into(),
                 "echo --net none -- x".into(),
             ],
+            cgroups: vec!["/sys/fs/cgroup/pids/vak-1-2".into()],
+            limits: Limits {
+                max_processes: Some(64),
+                max_memory: Some(1 << 30),
+            },
+            full_access: true,
+            unix_sockets: true,
         };
         for role in [Role::Run, Role::Init] {
             let args = spec.to_args(role);
@@ -294,6 +361,10 @@ mod tests {
         let plain = Spec {
             stdin: Stdin::Null,
             join: None,
+            cgroups: Vec::new(),
+            limits: Limits::default(),
+            full_access: false,
+            unix_sockets: false,
             ..spec.clone()
         };
         assert_eq!(
@@ -313,6 +384,7 @@ mod tests {
             vec![HELPER_ARG, "run", "--stdin", "socket", "--", "sh"],
             vec![HELPER_ARG, "run", "--join", "12", "--", "sh"],
             vec![HELPER_ARG, "run", "--join", "a:b", "--", "sh"],
+            vec![HELPER_ARG, "run", "--max-memory", "lots", "--", "sh"],
         ] {
             let bad: Vec<OsString> = bad.into_iter().map(OsString::from).collect();
             assert!(Spec::parse(&bad).is_err(), "{bad:?}");

@@ -17,11 +17,19 @@ use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::UnixStream;
 use vak_guard::proxy::{Dialer, Proxy, ProxyOptions, Report};
 
-use super::spec::Message;
-use crate::tree::ShellEnd;
+use crate::spec::Message;
+
+/// How a sandboxed command's shell ended, as init reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellEnd {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal with this number ended it.
+    Signal(i32),
+}
 
 /// A connected pair (both ends close on exec): the tool's end and the helper's.
-pub(crate) fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd)> {
+pub fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd)> {
     let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
     ours.set_nonblocking(true)?;
     Ok((ours, OwnedFd::from(theirs)))
@@ -29,7 +37,7 @@ pub(crate) fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd
 
 /// Sends `message` with `fd` attached on the tool's end before the helper runs (the socket's
 /// buffer is empty, so a non-blocking send cannot find it full).
-pub(crate) fn send_fd(
+pub fn send_fd(
     ours: &std::os::unix::net::UnixStream,
     message: &Message,
     fd: impl AsFd,
@@ -139,25 +147,25 @@ impl Link {
     }
 }
 
-/// What the helper said so far.
-pub(crate) struct Control {
+/// What the helper said so far: the tool's end of one sandboxed command, and its end.
+pub struct Control {
     link: Option<Link>,
     dialer: Option<Arc<dyn Dialer>>,
     /// Init's pid, once the helper started it.
-    pub(crate) init: Option<i32>,
+    pub init: Option<i32>,
     /// How the shell ended, once it did.
-    pub(crate) end: Option<ShellEnd>,
+    pub end: Option<ShellEnd>,
     /// Why the sandbox could not be set up, if it could not.
-    pub(crate) refusal: Option<String>,
+    pub refusal: Option<String>,
     /// Whether init said that the shell left no process behind.
-    pub(crate) alone: bool,
+    pub alone: bool,
     proxy: Option<Proxy>,
 }
 
 impl Control {
     /// Watches `ours`; a proxy listener the helper sends is served with `dialer`. Needs a
     /// Tokio runtime with I/O enabled.
-    pub(crate) fn new(
+    pub fn new(
         ours: std::os::unix::net::UnixStream,
         dialer: Option<Arc<dyn Dialer>>,
     ) -> std::io::Result<Self> {
@@ -173,17 +181,17 @@ impl Control {
     }
 
     /// Closes the tool's end: the helper then kills init, and with it every process left.
-    pub(crate) fn close(&mut self) {
+    pub fn close(&mut self) {
         self.link = None;
     }
 
     /// What the proxy refused so far, in the guarded network mode.
-    pub(crate) fn report(&self) -> Option<Report> {
+    pub fn report(&self) -> Option<Report> {
         self.proxy.as_ref().map(Proxy::report)
     }
 
     /// Reads and applies the next message; `false` once the helper's end is closed.
-    pub(crate) async fn next(&mut self) -> bool {
+    pub async fn next(&mut self) -> bool {
         let Some(link) = self.link.as_mut() else {
             return false;
         };

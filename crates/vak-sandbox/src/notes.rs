@@ -9,10 +9,10 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-use vak_tool_core::PermissionMode;
 use vak_guard::proxy::Report;
+use vak_tool_core::PermissionMode;
 
-use super::Plan;
+use crate::Plan;
 
 /// What a refusing system call makes programs print.
 const DENIALS: &[&str] = &[
@@ -27,7 +27,7 @@ const NAMED_MAX: usize = 5;
 
 impl Plan {
     /// The notes for a finished call.
-    pub(crate) fn notes(
+    pub fn notes(
         &self,
         report: Option<&Report>,
         failed: bool,
@@ -59,7 +59,7 @@ impl Plan {
                 },
             ));
         }
-        if failed {
+        if failed && !self.spec.full_access {
             let refused = self.refused_paths(&[stderr_head, stderr_tail]);
             if !refused.is_empty() {
                 let shown: Vec<String> = refused
@@ -73,7 +73,7 @@ impl Plan {
                     .iter()
                     .map(|path| path.display().to_string())
                     .collect();
-                let mode = super::mode_name(self.mode);
+                let mode = crate::mode_name(self.mode);
                 let protected = if self.spec.protect.is_empty() {
                     String::new()
                 } else {
@@ -188,7 +188,7 @@ fn real(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::{Net, Spec, Stdin};
+    use crate::{Net, Spec, Stdin};
 
     fn plan(mode: PermissionMode) -> Plan {
         Plan {
@@ -201,6 +201,10 @@ mod tests {
                 protect: vec!["/w/.vak".into()],
                 cwd: "/w/src".into(),
                 program: vec!["sh".into()],
+                cgroups: Vec::new(),
+                limits: crate::Limits::default(),
+                full_access: false,
+                unix_sockets: false,
             },
             mode,
             dialer: None,

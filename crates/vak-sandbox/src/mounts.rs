@@ -12,6 +12,19 @@
 //!   `EROFS`.
 //! - Every other mount becomes read-only, so that what Landlock does not govern (`chmod`,
 //!   `chown`, times, extended attributes) cannot change outside the writable folders either.
+//! - The writable binds are `nosuid` and `nodev`: nothing planted there runs with more
+//!   privileges or opens a device inside the sandbox (seccomp keeps the setuid bits from being
+//!   set at all, for the host's sake).
+//! - In a writable folder's `.git` (a repository's, or a worktree's `.git` file), what runs
+//!   code at the person's next `git` stays read-only: `config`, `config.worktree`, `hooks/`,
+//!   `info/`, and in `modules/…` and `worktrees/…` the same plus `commondir` and `gitdir`.
+//!   `.git` itself becomes a mount point, so it cannot be renamed, removed or replaced, while
+//!   `git add`, `commit` and `checkout` (objects, refs, the index) still work.
+//! - A fresh `devpts` instance on `/dev/pts` (and its `ptmx` on `/dev/ptmx`): the host's
+//!   terminals, the caller's among them, are not there; a terminal job keeps the one it was
+//!   given as its descriptors.
+//! - A fresh `mqueue` on `/dev/mqueue` when the host has that folder: the queues of the
+//!   command's own IPC namespace.
 
 use std::path::{Path, PathBuf};
 
@@ -54,9 +67,25 @@ pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), Stri
     // rest read-only leaves it writable.
     let mut outer_first: Vec<&PathBuf> = write.iter().collect();
     outer_first.sort_by_key(|path| path.components().count());
-    for folder in outer_first {
+    for &folder in &outer_first {
         rustix::mount::mount_bind_recursive(folder, folder)
             .map_err(|error| failed("binding", folder, error))?;
+        remount(folder, MountFlags::NOSUID | MountFlags::NODEV)?;
+    }
+    for &folder in &outer_first {
+        protect_git(folder)?;
+    }
+    private_terminals()?;
+    let mqueue = Path::new("/dev/mqueue");
+    if mqueue.is_dir() {
+        rustix::mount::mount(
+            "mqueue",
+            mqueue,
+            "mqueue",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            None,
+        )
+        .map_err(|error| failed("mounting", mqueue, error))?;
     }
     for folder in protect.iter().filter(|folder| folder.is_dir()) {
         rustix::mount::mount_bind_recursive(folder, folder)
@@ -70,6 +99,8 @@ pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), Stri
         write.iter().any(|folder| point.starts_with(folder))
             || point.starts_with("/proc")
             || point == shm
+            || point == mqueue
+            || point == Path::new("/dev/ptmx")
             || point.starts_with("/dev/pts")
     };
     let table = std::fs::read_to_string("/proc/self/mountinfo")
@@ -91,11 +122,107 @@ pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), Stri
 
 /// Makes the mount at `point` read-only, keeping the flags a user namespace may not drop.
 fn read_only(point: &Path) -> Result<(), String> {
+    remount(point, MountFlags::RDONLY)
+}
+
+/// Remounts the bind at `point` with `flags` added to those a user namespace may not drop.
+fn remount(point: &Path, flags: MountFlags) -> Result<(), String> {
     let kept = rustix::fs::statvfs(point)
         .map(|stat| locked_flags(stat.f_flag))
         .map_err(|error| failed("reading the mount flags of", point, error))?;
-    rustix::mount::mount_remount(point, MountFlags::BIND | MountFlags::RDONLY | kept, "")
-        .map_err(|error| failed("making read-only", point, error))
+    let what = if flags.contains(MountFlags::RDONLY) {
+        "making read-only"
+    } else {
+        "making nosuid"
+    };
+    rustix::mount::mount_remount(point, MountFlags::BIND | flags | kept, "")
+        .map_err(|error| failed(what, point, error))
+}
+
+/// Binds `path` (a file or a folder) onto itself, read-only.
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    rustix::mount::mount_bind_recursive(path, path)
+        .map_err(|error| failed("binding", path, error))?;
+    read_only(path)
+}
+
+/// The parts of a git folder that make `git` run code, read-only (see the module docs).
+fn protect_git_dir(dir: &Path, depth: usize) -> Result<(), String> {
+    for name in [
+        "config",
+        "config.worktree",
+        "hooks",
+        "info",
+        "commondir",
+        "gitdir",
+    ] {
+        let path = dir.join(name);
+        // `symlink_metadata`: a link planted there earlier is bound as a link would be
+        // followed; leave links alone (git reads through them, but they point into the
+        // sandbox's read-only view or into the protected parts themselves).
+        if path
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.is_file() || meta.is_dir())
+        {
+            bind_read_only(&path)?;
+        }
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    for nested in ["modules", "worktrees"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(nested)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                protect_git_dir(&entry.path(), depth - 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Protects the `.git` of the writable folder `folder`, if it has one.
+fn protect_git(folder: &Path) -> Result<(), String> {
+    let git = folder.join(".git");
+    let Ok(meta) = git.symlink_metadata() else {
+        return Ok(());
+    };
+    if meta.is_file() {
+        // A worktree's or a submodule's `gitdir: …` pointer.
+        return bind_read_only(&git);
+    }
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    rustix::mount::mount_bind_recursive(&git, &git)
+        .map_err(|error| failed("binding", &git, error))?;
+    remount(&git, MountFlags::NOSUID | MountFlags::NODEV)?;
+    // Submodules nest (`modules/a/modules/b`): a few levels are plenty.
+    protect_git_dir(&git, 4)
+}
+
+/// A devpts instance of the sandbox's own on `/dev/pts`, and its `ptmx` on `/dev/ptmx`.
+fn private_terminals() -> Result<(), String> {
+    let pts = Path::new("/dev/pts");
+    if !pts.is_dir() {
+        return Ok(());
+    }
+    rustix::mount::mount(
+        "devpts",
+        pts,
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        Some(c"newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|error| failed("mounting", pts, error))?;
+    let ptmx = Path::new("/dev/ptmx");
+    if ptmx.exists() {
+        rustix::mount::mount_bind(pts.join("ptmx"), ptmx)
+            .map_err(|error| failed("binding", ptmx, error))?;
+    }
+    Ok(())
 }
 
 /// The mount points of a `/proc/self/mountinfo` table, in order, with `\040`-style escapes

@@ -1,20 +1,33 @@
-//! The sandbox of `bash` outside `full-access`, run by a re-executed helper.
+//! The Linux sandbox of `vak-tools`' `bash`: one command inside user, mount, PID and network
+//! namespaces, with read-only mounts, Landlock and seccomp on top, set up by a re-executed
+//! helper (`vak-sandbox`, or any binary that calls [`helper_main`] behind [`HELPER_ARG`]).
 //!
-//! See the crate docs for the design and `docs/sandbox.md` for the threat model. This module
-//! holds both sides: the helper's processes ([`helper_main`]; `helper`, `holder`, `mounts`,
-//! `netlink`, `rules`, `probe`) and what the tool does to start one and talk to it (`control`,
-//! `discover`, `session`).
+//! `docs/sandbox.md` holds the design and the threat model. This crate holds both sides: the
+//! helper's processes ([`helper_main`]: the dispatcher `helper`, the shared `plumbing`, the
+//! roles `run`, `init`, `holder`, `probe`, and what init applies: `mounts`, `netlink`,
+//! `rules`), and what a tool does to start one and talk to it: a [`Policy`] makes the
+//! [`Plan`] of one call ([`Spec`] is what the helper is asked), [`control`] is the tool's end of
+//! the control socket ([`Control`], the command's [`ShellEnd`]), [`net_holder`] the session's
+//! network, [`process`] names processes by pid and start time.
+#![forbid(unsafe_code)]
 
-pub(crate) mod control;
+mod contain;
+pub mod control;
 mod discover;
 mod helper;
 mod holder;
+mod init;
+mod limits;
 mod mounts;
+pub mod net_holder;
 mod netlink;
 mod notes;
+mod plumbing;
 mod probe;
+pub mod process;
 mod rules;
-pub(crate) mod session;
+mod run;
+mod seccomp;
 mod spec;
 
 use std::ffi::OsString;
@@ -22,23 +35,52 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use vak_tool_core::{PermissionMode, ToolContext};
 use vak_guard::proxy::Dialer;
+use vak_tool_core::{PermissionMode, ToolContext};
 
-pub(crate) use control::Control;
-pub(crate) use discover::find_helper;
-pub use spec::HELPER_ARG;
-pub(crate) use spec::{Message, Net, Role, Spec, Stdin};
+pub use control::{Control, ShellEnd};
+pub use discover::{RUNNING_PROGRAM, find_helper, find_helper_outside};
+pub use limits::{Cgroup, Hit, Limits, rlimit_note};
+pub use spec::{HELPER_ARG, Message, Net, Role, Spec, Stdin};
 
-use crate::error::BashError;
-use crate::settings::{BashSettings, Network};
+/// Why a sandboxed call cannot run: the mode and the reason, said so that the model knows
+/// nothing ran and what the person running the agent can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "bash cannot run commands in {mode} mode here: {reason}. Nothing was run, and nothing \
+     will run unconfined. `vak-tools doctor` shows what this machine supports; to run \
+     commands without the sandbox, the person running the agent can set `[permissions] \
+     mode = \"full-access\"`"
+)]
+pub struct Unavailable {
+    /// The permission mode.
+    pub mode: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a caller's settings say about the sandbox of its commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The helper to run (`None`: found by [`find_helper`]).
+    pub helper: Option<PathBuf>,
+    /// The network the commands get.
+    pub net: Net,
+    /// The shell started as `SHELL -c COMMAND`.
+    pub shell: PathBuf,
+    /// Whether commands may create Unix sockets (refused by default: a host's Docker or
+    /// D-Bus socket would be a way out).
+    pub unix_sockets: bool,
+}
 
 /// How `bash` confines its commands: the permission mode, and the guard its proxy dials
 /// through.
 #[derive(Clone)]
-pub(crate) struct Policy {
-    pub(crate) mode: PermissionMode,
-    pub(crate) dialer: Arc<dyn Dialer>,
+pub struct Policy {
+    /// The permission mode.
+    pub mode: PermissionMode,
+    /// How the proxy reaches the network (the SSRF guard).
+    pub dialer: Arc<dyn Dialer>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -50,7 +92,7 @@ impl std::fmt::Debug for Policy {
 }
 
 /// The name of a mode as `[permissions] mode` spells it.
-pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
+pub fn mode_name(mode: PermissionMode) -> &'static str {
     match mode {
         PermissionMode::ReadOnly => "read-only",
         PermissionMode::WorkspaceWrite => "workspace-write",
@@ -60,9 +102,11 @@ pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
 
 /// One sandboxed call: the helper, what it is asked, and what the result may say about it.
 #[derive(Clone)]
-pub(crate) struct Plan {
-    pub(crate) helper: PathBuf,
-    pub(crate) spec: Spec,
+pub struct Plan {
+    /// The helper binary.
+    pub helper: PathBuf,
+    /// What the helper is asked.
+    pub spec: Spec,
     mode: PermissionMode,
     dialer: Option<Arc<dyn Dialer>>,
 }
@@ -70,14 +114,14 @@ pub(crate) struct Plan {
 impl Policy {
     /// The sandbox of one call, or `None` in `full-access`. Refuses (naming `full-access`) when
     /// no helper can be found.
-    pub(crate) fn plan(
+    pub fn plan(
         &self,
         ctx: &ToolContext,
         scratch: &Path,
         cwd: &Path,
-        settings: &BashSettings,
+        options: &Options,
         command: &str,
-    ) -> Result<Option<Plan>, BashError> {
+    ) -> Result<Option<Plan>, Unavailable> {
         let mode = self.mode;
         if !matches!(
             mode,
@@ -85,22 +129,6 @@ impl Policy {
         ) {
             return Ok(None);
         }
-        let helper = find_helper(settings.sandbox_helper.as_deref()).map_err(|looked| {
-            let looked: Vec<String> = looked
-                .iter()
-                .take(6)
-                .map(|path| path.display().to_string())
-                .collect();
-            BashError::SandboxUnavailable {
-                mode: mode_name(mode),
-                reason: format!(
-                    "its helper `vak-sandbox` was not found (looked at {}{}); install it next \
-                     to the program or name it in `[bash] sandbox_helper`",
-                    looked.join(", "),
-                    if looked.len() == 6 { ", …" } else { "" }
-                ),
-            }
-        })?;
         let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let workspace = real(ctx.workspace());
         let scratch = real(scratch);
@@ -116,12 +144,16 @@ impl Policy {
                 (vec![workspace, scratch], protect)
             }
         };
-        let net = match settings.network {
-            Network::None => Net::None,
-            _ => Net::Guarded,
-        };
+        // Never a helper the command could replace for the next call.
+        let helper = find_helper_outside(options.helper.as_deref(), &write).map_err(|reason| {
+            Unavailable {
+                mode: mode_name(mode),
+                reason,
+            }
+        })?;
+        let net = options.net;
         let program: Vec<OsString> = vec![
-            settings.shell.clone().into_os_string(),
+            options.shell.clone().into_os_string(),
             "-c".into(),
             command.into(),
         ];
@@ -135,6 +167,10 @@ impl Policy {
                 protect,
                 cwd: real(cwd),
                 program,
+                cgroups: Vec::new(),
+                limits: Limits::default(),
+                full_access: false,
+                unix_sockets: options.unix_sockets,
             },
             mode,
             dialer: (net == Net::Guarded).then(|| Arc::clone(&self.dialer)),
@@ -145,21 +181,21 @@ impl Policy {
 impl Plan {
     /// Makes the command join the session's network (its holder's user and network
     /// namespaces), and its proxy reach the session's loopback before asking the guard.
-    pub(crate) fn join(&mut self, holder: &Arc<session::Holder>) {
+    pub fn join(&mut self, holder: &Arc<net_holder::Holder>) {
         self.spec.join = Some((holder.proc.pid, holder.proc.start));
         self.dialer = self.dialer.take().map(|guard| {
-            Arc::new(session::SessionDialer::new(guard, Arc::clone(holder))) as Arc<dyn Dialer>
+            Arc::new(net_holder::SessionDialer::new(guard, Arc::clone(holder))) as Arc<dyn Dialer>
         });
     }
 
     /// The dialer the proxy uses, in the guarded network mode.
-    pub(crate) fn dialer(&self) -> Option<Arc<dyn Dialer>> {
+    pub fn dialer(&self) -> Option<Arc<dyn Dialer>> {
         self.dialer.clone()
     }
 
     /// The text of a call the sandbox could not set up.
-    pub(crate) fn refusal(&self, reason: &str) -> String {
-        BashError::SandboxUnavailable {
+    pub fn refusal(&self, reason: &str) -> String {
+        Unavailable {
             mode: mode_name(self.mode),
             reason: reason.to_owned(),
         }
@@ -171,15 +207,15 @@ impl Plan {
 /// first argument is [`HELPER_ARG`]. Call it before anything starts a thread: entering the
 /// namespaces needs a single-threaded process.
 pub fn helper_main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     helper::main(&args)
 }
 
 /// What this machine offers the sandbox, as `vak-tools doctor` prints it: the mode, the
 /// helper, the Landlock ABI, the namespaces, and what `bash` will do in `mode`.
-pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
+pub fn doctor(helper: Option<&Path>, net: Net, mode: PermissionMode) -> String {
     let mut lines = vec![format!("permission mode: {}", mode_name(mode))];
-    let helper = find_helper(settings.sandbox_helper.as_deref());
+    let helper = find_helper(helper);
     let mut ready = true;
     match &helper {
         Ok(path) => lines.push(format!("sandbox helper: {}", path.display())),
@@ -194,7 +230,7 @@ pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
     if let Ok(path) = &helper {
         #[allow(
             clippy::disallowed_methods,
-            reason = "vak-tool-bash starts processes: here, the helper's probe"
+            reason = "the sandbox starts processes: here, the helper's probe"
         )]
         let probe = std::process::Command::new(path)
             .args([HELPER_ARG, "probe"])
@@ -230,9 +266,9 @@ pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
             }
         }
     }
-    let network = match settings.network {
-        Network::None => "no network",
-        _ => "HTTP(S) through the guarded proxy",
+    let network = match net {
+        Net::None => "no network",
+        Net::Guarded => "HTTP(S) through the guarded proxy",
     };
     lines.push(match (mode, ready) {
         (PermissionMode::ReadOnly | PermissionMode::WorkspaceWrite, true) => format!(

@@ -20,12 +20,12 @@ use rustix::process::Signal;
 use tokio::net::TcpStream;
 use tokio::process::Child;
 use url::Url;
-use vak_tool_core::BoxFuture;
 use vak_guard::proxy::{DialError, Dialer};
+use vak_tool_core::BoxFuture;
 
-use super::control::{Link, pair};
-use super::spec::{HELPER_ARG, Message};
-use crate::procs::{Proc, read_stat, signal_one};
+use crate::control::{Link, pair};
+use crate::process::{Proc, read_stat, signal_one};
+use crate::spec::{HELPER_ARG, Message};
 
 /// How long the holder may take to set up its namespaces.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,7 +34,7 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A session's network: its holder, once a sandboxed call needed it.
 #[derive(Default)]
-pub(crate) struct SessionNet {
+pub struct SessionNet {
     holder: tokio::sync::Mutex<Option<Arc<Holder>>>,
     /// The holder's process, for `Drop` to end it at once, whoever still holds the holder.
     process: Mutex<Option<Proc>>,
@@ -43,7 +43,7 @@ pub(crate) struct SessionNet {
 impl SessionNet {
     /// The session's holder, started with `helper` if there is none yet (or it died). `Err` is
     /// why it could not be started.
-    pub(crate) async fn holder(&self, helper: &Path) -> Result<Arc<Holder>, String> {
+    pub async fn holder(&self, helper: &Path) -> Result<Arc<Holder>, String> {
         let mut slot = self.holder.lock().await;
         if let Some(holder) = slot.as_ref()
             && holder.alive()
@@ -78,9 +78,9 @@ impl Drop for SessionNet {
 }
 
 /// The holder process of a session and the tool's end of its control socket.
-pub(crate) struct Holder {
+pub struct Holder {
     /// Its pid and start time, as the tool sees them: what a joining helper checks.
-    pub(crate) proc: Proc,
+    pub proc: Proc,
     link: tokio::sync::Mutex<Link>,
     /// Killed when the last handle goes (a session's `Drop` does not wait for that).
     _child: Child,
@@ -167,7 +167,7 @@ impl Holder {
     }
 
     /// Connects to `ip:port` on the session's loopback.
-    pub(crate) async fn dial(&self, ip: IpAddr, port: u16) -> std::io::Result<TcpStream> {
+    pub async fn dial(&self, ip: IpAddr, port: u16) -> std::io::Result<TcpStream> {
         let mut link = self.link.lock().await;
         let exchange = async {
             link.send(&Message::Dial(ip, port)).await?;

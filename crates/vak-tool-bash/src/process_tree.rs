@@ -17,16 +17,9 @@ use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use crate::procs::{Anchor, Namespace, Proc, Scan, inner_pid, read_stat};
-use crate::sandbox::Control;
+use vak_sandbox::Control;
 
-/// How the shell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ShellEnd {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal with this number ended it.
-    Signal(i32),
-}
+pub(crate) use vak_sandbox::ShellEnd;
 
 /// A running call: the shell, what identifies its processes, and a kill-on-drop promise.
 ///

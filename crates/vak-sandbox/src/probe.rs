@@ -6,8 +6,8 @@
 
 use std::process::ExitCode;
 
-use super::helper::enter_namespaces;
-use super::rules;
+use crate::plumbing::enter_namespaces;
+use crate::rules;
 
 /// The probe's `main`.
 pub(crate) fn main() -> ExitCode {

@@ -1,0 +1,35 @@
+//! `bash`'s side of its sandbox (the [`vak_sandbox`] crate): the options its settings give,
+//! and what `vak-tools` needs to embed the helper and to print `doctor`.
+
+use vak_tool_core::PermissionMode;
+
+pub use vak_sandbox::{HELPER_ARG, RUNNING_PROGRAM, helper_main};
+
+use crate::settings::{BashSettings, Network, UnixSockets};
+
+/// What `[bash]` says about the sandbox of a command.
+pub(crate) fn options(settings: &BashSettings) -> vak_sandbox::Options {
+    vak_sandbox::Options {
+        helper: settings.sandbox_helper.clone(),
+        net: net(settings.network),
+        shell: settings.shell.clone(),
+        unix_sockets: settings.unix_sockets == UnixSockets::Allow,
+    }
+}
+
+fn net(network: Network) -> vak_sandbox::Net {
+    match network {
+        Network::None => vak_sandbox::Net::None,
+        _ => vak_sandbox::Net::Guarded,
+    }
+}
+
+/// What this machine offers the sandbox, as `vak-tools doctor` prints it: the mode, the
+/// helper, the Landlock ABI, the namespaces, and what `bash` will do in `mode`.
+pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
+    vak_sandbox::doctor(
+        settings.sandbox_helper.as_deref(),
+        net(settings.network),
+        mode,
+    )
+}
