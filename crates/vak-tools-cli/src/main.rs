@@ -215,7 +215,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
         Command::Doctor { place } => {
             let (config, _workspace) = load(&place)?;
             let mode = config.permissions.mode;
-            let report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
+            let mut report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
+            let env: Vec<_> = std::env::vars_os().collect();
+            report.push_str(&vak_tools::bash::environment_report(&config.bash, &env));
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }

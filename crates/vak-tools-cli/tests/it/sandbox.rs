@@ -64,6 +64,27 @@ fn sigkill_of_the_binary_leaves_no_process() {
     });
 }
 
+/// Issue 22: `full-access` is not sandboxed, but its processes still live in a PID namespace
+/// whose init dies with the tool: SIGKILL of the binary leaves none, not even a `setsid` one.
+#[test]
+fn sigkill_of_the_binary_leaves_no_process_in_full_access() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
+    std::fs::write(
+        workspace.path().join(".vak/config.toml"),
+        "[permissions]\nmode = \"full-access\"\n",
+    )
+    .unwrap();
+    let tag = tag("kill-full");
+    let mut child = start_call(workspace.path(), &tag);
+    wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
+    signal(&child, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    wait_for("the sleeps to die with their namespace", || {
+        shells_tagged(&tag).is_empty()
+    });
+}
+
 #[test]
 fn sigterm_and_sighup_end_the_calls_tree_before_exiting() {
     for (sent, name) in [
@@ -241,4 +262,31 @@ fn a_helper_inside_the_workspace_is_never_run() {
     assert!(!output.status.success(), "{text}");
     assert!(text.contains("could replace it"), "{text}");
     assert!(!marked, "the helper inside the workspace was run: {text}");
+}
+
+#[test]
+fn doctor_names_the_withheld_variables_never_their_values() {
+    let workspace = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .arg("doctor")
+        .current_dir(workspace.path())
+        .env("DATABASE_URL", "postgres://app:hunter2@db/x")
+        .env("VAK_TEST_PLAIN", "visible")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("withheld from commands as credentials"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  DATABASE_URL (a URL with a password)\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("hunter2") && !text.contains("VAK_TEST_PLAIN"),
+        "{text}"
+    );
 }
