@@ -78,12 +78,12 @@ mod tool;
 
 pub use args::parse_args;
 pub use context::{ContextError, PathPolicy, ToolContext};
-pub use dialect::{Dialect, to_dialect, violations};
+pub use dialect::{Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, to_dialect, violations};
 pub use observer::ChangeObserver;
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use progress::Progress;
-pub use registry::Registry;
+pub use registry::{DuplicateTool, Registry};
 pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
 pub use tool::{BoxFuture, DynTool, Tool, ToolError};

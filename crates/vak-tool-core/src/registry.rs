@@ -22,6 +22,19 @@ pub struct Registry {
     observers: Vec<Arc<dyn ChangeObserver>>,
 }
 
+/// A tool refused by [`Registry::try_register`]: the registry already holds a tool of that
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a tool named `{name}` is already registered; the first one stays (tool names are unique: \
+     rename one of them, or leave one out)"
+)]
+#[non_exhaustive]
+pub struct DuplicateTool {
+    /// The name both tools gave.
+    pub name: String,
+}
+
 /// A tool and the spec it gave when it was registered.
 #[derive(Clone)]
 struct Entry {
@@ -44,17 +57,60 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds a tool: any [`Tool`](crate::Tool), or a hand-written [`DynTool`]. A tool
-    /// registered under a name already present replaces the earlier one.
+    /// Adds a tool: any [`Tool`](crate::Tool), or a hand-written [`DynTool`]. A name already
+    /// present is refused: the first tool of that name stays, the new one is dropped and a
+    /// `tracing` error names it. Use [`Registry::try_register`] to get the refusal as a value.
     pub fn register(&mut self, tool: impl DynTool + 'static) -> &mut Self {
         self.register_arc(Arc::new(tool))
     }
 
-    /// Adds a shared tool. A tool registered under a name already present replaces it.
+    /// Adds a shared tool; a name already present is refused as by [`Registry::register`].
     pub fn register_arc(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
-        let spec = Arc::new(tool.spec());
-        self.tools.insert(spec.name.clone(), Entry { spec, tool });
+        if let Err(refused) = self.try_register_arc(tool) {
+            tracing::error!(tool = %refused.name, "{refused}");
+        }
         self
+    }
+
+    /// Adds a tool, or refuses it with [`DuplicateTool`] when the registry already holds a
+    /// tool of that name (the first one stays; two tools of one name would leave the model
+    /// unable to say which it calls).
+    ///
+    /// ```
+    /// # use vak_tool_core::{Registry, ToolSpec, ToolOutput, ToolContext, DynTool, BoxFuture};
+    /// # struct Named(&'static str);
+    /// # #[derive(schemars::JsonSchema)] struct NoArgs {}
+    /// # impl DynTool for Named {
+    /// #     fn spec(&self) -> ToolSpec { ToolSpec::new::<NoArgs>(self.0, "A tool.") }
+    /// #     fn call<'a>(&'a self, _: serde_json::Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    /// #         Box::pin(async { ToolOutput::text("ok") })
+    /// #     }
+    /// # }
+    /// let mut registry = Registry::new();
+    /// assert!(registry.try_register(Named("notes")).is_ok());
+    /// let refused = registry.try_register(Named("notes")).unwrap_err();
+    /// assert_eq!(refused.name, "notes");
+    /// assert_eq!(registry.len(), 1);
+    /// ```
+    pub fn try_register(
+        &mut self,
+        tool: impl DynTool + 'static,
+    ) -> Result<&mut Self, DuplicateTool> {
+        self.try_register_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool, or refuses it as [`Registry::try_register`] does.
+    pub fn try_register_arc(&mut self, tool: Arc<dyn DynTool>) -> Result<&mut Self, DuplicateTool> {
+        let spec = Arc::new(tool.spec());
+        match self.tools.entry(spec.name.clone()) {
+            std::collections::btree_map::Entry::Occupied(_) => Err(DuplicateTool {
+                name: spec.name.clone(),
+            }),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(Entry { spec, tool });
+                Ok(self)
+            }
+        }
     }
 
     /// Installs an observer of changed files: every call through this registry (and its
@@ -345,6 +401,52 @@ mod tests {
             );
             assert_eq!(registry.names(), names, "registered as {order:?}");
         }
+    }
+
+    #[test]
+    fn a_duplicate_name_is_refused_and_the_first_tool_stays() {
+        let mut registry = Registry::new();
+        registry.register(Echo {
+            name: "alpha",
+            floor: true,
+        });
+        let refused = registry
+            .try_register(Echo {
+                name: "alpha",
+                floor: false,
+            })
+            .err();
+        assert_eq!(
+            refused,
+            Some(DuplicateTool {
+                name: "alpha".into()
+            })
+        );
+        let refused = registry.try_register(Panicky {
+            name: "alpha",
+            now: true,
+        });
+        assert!(refused.is_err());
+        // `register` refuses too: the first tool (on the floor) is the one kept.
+        registry.register(Echo {
+            name: "alpha",
+            floor: false,
+        });
+        assert_eq!(registry.len(), 1);
+        assert!(registry.spec("alpha").unwrap().floor);
+        assert!(
+            registry
+                .try_register(Echo {
+                    name: "beta",
+                    floor: false
+                })
+                .is_ok()
+        );
+        assert!(
+            DuplicateTool { name: "x".into() }
+                .to_string()
+                .contains("`x` is already registered")
+        );
     }
 
     #[test]

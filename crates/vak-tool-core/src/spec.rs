@@ -91,10 +91,16 @@ impl ToolSpec {
     /// `additionalProperties: false`) and a doc comment on every field (its description).
     pub fn new<Args: JsonSchema>(name: impl Into<String>, description: impl Into<String>) -> Self {
         let schema = schemars::SchemaGenerator::default().into_root_schema_for::<Args>();
+        let mut input_schema = schema.to_value();
+        // The doc comment of the `Args` type is written for Rust readers (intra-doc links,
+        // "its fields are private"); what the model reads about the tool is `description`.
+        if let Some(root) = input_schema.as_object_mut() {
+            root.remove("description");
+        }
         Self {
             name: name.into(),
             description: description.into(),
-            input_schema: schema.to_value(),
+            input_schema,
             capabilities: Vec::new(),
             floor: false,
         }
@@ -122,6 +128,19 @@ impl ToolSpec {
         crate::to_dialect(&self.input_schema, dialect)
     }
 
+    /// The description in a model API's dialect: [`Dialect::OpenAi`](crate::Dialect::OpenAi)
+    /// takes at most [`OPENAI_DESCRIPTION_CHARS`](crate::OPENAI_DESCRIPTION_CHARS) characters,
+    /// so a longer one is fitted to that by [`fit_description`](crate::fit_description) (whole
+    /// sentences, those stating limits first); the others take it whole.
+    pub fn description_for(&self, dialect: crate::Dialect) -> std::borrow::Cow<'_, str> {
+        match dialect {
+            crate::Dialect::OpenAi => {
+                crate::fit_description(&self.description, crate::OPENAI_DESCRIPTION_CHARS)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.description),
+        }
+    }
+
     /// Whether the tool has this capability.
     pub fn has(&self, capability: Capability) -> bool {
         self.capabilities.contains(&capability)
@@ -138,6 +157,45 @@ mod tests {
 
     fn spec(capabilities: &[Capability]) -> ToolSpec {
         ToolSpec::new::<NoArgs>("t", "d").with_capabilities(capabilities.iter().copied())
+    }
+
+    /// Documented for Rust readers, with an intra-doc link.
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Documented {
+        /// The path.
+        path: String,
+    }
+
+    #[test]
+    fn the_args_type_doc_is_not_in_the_schema() {
+        let spec = ToolSpec::new::<Documented>("t", "What the model reads.");
+        assert!(
+            spec.input_schema.get("description").is_none(),
+            "{}",
+            spec.input_schema
+        );
+        assert_eq!(
+            spec.input_schema["properties"]["path"]["description"],
+            "The path."
+        );
+    }
+
+    #[test]
+    fn openai_gets_a_description_within_its_limit() {
+        let long = format!(
+            "Does a thing. {} Stops at 30 KiB.",
+            "Padding words here. ".repeat(80)
+        );
+        let spec = ToolSpec::new::<Documented>("t", long.clone());
+        assert_eq!(spec.description_for(crate::Dialect::Anthropic), long);
+        let fitted = spec.description_for(crate::Dialect::OpenAi);
+        assert!(
+            fitted.chars().count() <= crate::OPENAI_DESCRIPTION_CHARS,
+            "{fitted}"
+        );
+        assert!(fitted.starts_with("Does a thing. Padding"), "{fitted}");
+        assert!(fitted.ends_with("here. Stops at 30 KiB."), "{fitted}");
     }
 
     #[test]

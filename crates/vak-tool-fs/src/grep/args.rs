@@ -43,6 +43,7 @@ pub(crate) struct GrepArgs {
     pub(super) ignore_case: bool,
     /// Lines of context shown before and after each matching line, 0 to 10 (only for
     /// `content`). Default: 0.
+    #[schemars(range(max = 10))]
     pub(super) context: Option<usize>,
     /// `content` (default): matching lines; `files`: matching file paths; `count`: matching
     /// lines per file.

@@ -5,6 +5,7 @@ mod commitments;
 mod dialects;
 mod lsp;
 mod robustness;
+mod schemas;
 mod third_party;
 mod tools_doc;
 mod workflow;
