@@ -32,10 +32,10 @@ use vak_tool_core::{
 use self::job::{Job, JobSink, shorten};
 use self::table::JobTable;
 use crate::run::Streams;
-use crate::sandbox::Policy;
 use crate::settings::BashSettings;
 use crate::spawn::Input;
 use crate::start::{Request, Started, start};
+use vak_sandbox::Policy;
 
 /// The longest `wait_ms`: ten minutes.
 pub const MAX_WAIT_MS: u64 = 600_000;
@@ -69,6 +69,8 @@ pub(crate) async fn start_job(
         stdout,
         stderr,
         plan,
+        env_note,
+        limited,
     } = match start(&request, input, settings, policy, ctx).await {
         Ok(started) => started,
         Err(text) => return ToolOutput::error(text),
@@ -89,6 +91,7 @@ pub(crate) async fn start_job(
         settings.clone(),
         timeout,
         plan,
+        limited,
     ));
     table.insert(reservation, Arc::clone(&job), task);
     job.wait_end(Instant::now() + settings.job_settle(), ctx.cancel())
@@ -110,6 +113,9 @@ pub(crate) async fn start_job(
              {}; it is stopped when this session ends)",
             job.id
         ));
+    }
+    if let Some(note) = env_note {
+        text.push_str(&format!("\nnote: {note}"));
     }
     output(text, report.is_error)
 }
@@ -218,6 +224,14 @@ impl Tool for Jobs {
     }
 
     async fn run(&self, args: JobsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(wait_ms) = args.wait_ms
+            && wait_ms > MAX_WAIT_MS
+        {
+            return Err(ToolError::new(format!(
+                "`wait_ms` is {wait_ms}, but it must be at most {MAX_WAIT_MS} (10 minutes): \
+                 call again with a shorter wait, and read again if the job is still quiet"
+            )));
+        }
         if let Some(wait_ms) = args.wait_ms
             && wait_ms > MAX_WAIT_MS
         {

@@ -8,7 +8,7 @@
 #![forbid(unsafe_code)]
 
 use std::io::{ErrorKind, Read, StdoutLock, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -215,7 +215,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
         Command::Doctor { place } => {
             let (config, _workspace) = load(&place)?;
             let mode = config.permissions.mode;
-            let report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
+            let mut report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
+            let env: Vec<_> = std::env::vars_os().collect();
+            report.push_str(&vak_tools::bash::environment_report(&config.bash, &env));
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -262,18 +264,27 @@ fn load(place: &Place) -> Result<(Config, PathBuf), Usage> {
     }
     let mut config = Config::load(&workspace, place.config.as_deref())?;
     if config.bash.sandbox_helper.is_none() {
-        config.bash.sandbox_helper = default_sandbox_helper();
+        config.bash.sandbox_helper = default_sandbox_helper(&workspace);
     }
     Ok((config, workspace))
 }
 
 /// `bash`'s sandbox helper when `[bash] sandbox_helper` is unset: `vak-sandbox` beside this
 /// binary (installed with it; a small program starts a call about 1 ms sooner), else this binary
-/// itself, which embeds the helper (see `main`).
-fn default_sandbox_helper() -> Option<PathBuf> {
+/// itself, which embeds the helper (see `main`), through the kernel's handle on its running
+/// image. Never a sibling inside the workspace (`cargo run` there finds
+/// `target/debug/vak-sandbox`): a sandboxed command could replace it, and the next call would
+/// run the replacement unconfined.
+fn default_sandbox_helper(workspace: &Path) -> Option<PathBuf> {
     let this = std::env::current_exe().ok()?;
     let sibling = this.with_file_name("vak-sandbox");
-    Some(if sibling.is_file() { sibling } else { this })
+    let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let inside = std::fs::canonicalize(&sibling).is_ok_and(|real| real.starts_with(&workspace));
+    Some(if sibling.is_file() && !inside {
+        sibling
+    } else {
+        PathBuf::from(vak_tools::bash::sandbox::RUNNING_PROGRAM)
+    })
 }
 
 fn read_args(args: Option<&str>) -> Result<serde_json::Value, Usage> {
