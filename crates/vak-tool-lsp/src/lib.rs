@@ -10,7 +10,7 @@
 //! file with no server gets no diagnostics section, and that is not an error.
 //!
 //! The file tools do not know this crate: [`register`] installs a
-//! [`ChangeObserver`](vak_tool_core::ChangeObserver) on the registry, and a file tool's
+//! [`ChangeObserver`] on the registry, and a file tool's
 //! [`ToolContext::files_changed`](vak_tool_core::ToolContext::files_changed) reaches it. It
 //! sends each changed file to its servers (`didOpen`, or `didChange` and `didSave`), waits up
 //! to `[lsp] wait_ms` for diagnostics of that very version (debounced), and returns a short
@@ -130,6 +130,24 @@ impl Tool for Diagnostics {
 
     fn capabilities(&self) -> Vec<Capability> {
         vec![Capability::ReadFs]
+    }
+
+    fn claims(&self, args: &DiagnosticsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        // Ordered after a change of the file it asks about (its diagnostics then see the
+        // change); without a path, after every file change.
+        let path = match &args.path {
+            Some(path) => ctx.resolve_path(path),
+            None => Ok(ctx.workspace().to_path_buf()),
+        };
+        match (path, &args.path) {
+            (Ok(path), Some(_)) => vak_tool_core::Claims::none().read_file(&path),
+            (Ok(path), None) => vak_tool_core::Claims::none().read_tree(&path),
+            (Err(_), _) => vak_tool_core::Claims::none(),
+        }
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the file at `path` (without it, the whole workspace)".to_owned()
     }
 
     /// On the floor when servers are configured: the built-in ones (which depend on what is

@@ -7,7 +7,7 @@
 //! `normal`, `silent-init` (never answers `initialize`), `flood` (100,000 log notifications
 //! before each publish), `malformed` (a broken frame instead of a publish), `huge` (announces
 //! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
-//! `hang-shutdown` (ignores `shutdown` and `exit`), `noversion` (publishes without versions),
+//! `hang-shutdown` (ignores `shutdown`, `exit` and the end of its input), `noversion` (publishes without versions),
 //! `changes-only` (without versions, and only the documents whose diagnostics changed, as
 //! typescript-language-server does).
 #![allow(clippy::print_stdout, reason = "stdout is the protocol")]
@@ -159,6 +159,12 @@ fn main() {
                 }
             }
             _ => {}
+        }
+    }
+    if mode == "hang-shutdown" {
+        // Deaf to its input closing too: only a kill ends it.
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(60));
         }
     }
 }
