@@ -290,3 +290,35 @@ fn doctor_names_the_withheld_variables_never_their_values() {
         "{text}"
     );
 }
+
+#[test]
+fn a_descriptor_the_caller_left_open_does_not_reach_the_command() {
+    // The attack of issue 22, route 1, through the binary: `vak-tools call bash … 7>>log`.
+    for mode in ["read-only", "workspace-write"] {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
+        std::fs::write(
+            workspace.path().join(".vak/config.toml"),
+            format!("[permissions]\nmode = \"{mode}\"\n"),
+        )
+        .unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let log = outside.path().join("outside.log");
+        std::fs::write(&log, "").unwrap();
+        let args = json!({ "command": "echo PWN >&7; echo status=$?" }).to_string();
+        let output = Command::new("/bin/bash")
+            .arg("-c")
+            .arg(format!(
+                "exec 7>>{}; exec \"$0\" call bash \"$1\"",
+                log.display()
+            ))
+            .arg(BIN)
+            .arg(&args)
+            .current_dir(workspace.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("status=1"), "{mode}: {text}");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "", "{mode}: {text}");
+    }
+}
