@@ -65,6 +65,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod args;
+mod claims;
 mod context;
 mod dialect;
 mod observer;
@@ -72,11 +73,13 @@ mod output;
 mod path;
 mod progress;
 mod registry;
+mod schedule;
 mod session;
 mod spec;
 mod tool;
 
 pub use args::parse_args;
+pub use claims::{Access, Claims, PathClaim, StateClaim};
 pub use context::{ContextError, PathPolicy, ToolContext};
 pub use dialect::{Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, to_dialect, violations};
 pub use observer::ChangeObserver;
@@ -84,6 +87,7 @@ pub use output::{Content, ToolOutput};
 pub use path::PathError;
 pub use progress::Progress;
 pub use registry::{DuplicateTool, Registry};
+pub use schedule::{Admission, CancelledWhileWaiting, Scheduler};
 pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
 pub use tool::{BoxFuture, DynTool, Tool, ToolError};

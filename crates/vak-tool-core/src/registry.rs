@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::{ChangeObserver, DynTool, ToolContext, ToolOutput, ToolSpec};
+use crate::{ChangeObserver, Claims, DynTool, ToolContext, ToolOutput, ToolSpec};
 
 /// Tools by name. Cloning is cheap: tools are shared behind `Arc`.
 ///
@@ -167,6 +167,23 @@ impl Registry {
             tools,
             observers: self.observers.clone(),
         }
+    }
+
+    /// What a call of `name` with `args` touches ([`DynTool::claims`]), to compute when the
+    /// call arrives and hand to a [`Scheduler`](crate::Scheduler). An unknown tool touches
+    /// nothing (the call fails at once); a tool whose claims panic is ordered against
+    /// everything.
+    pub fn claims(&self, name: &str, args: &serde_json::Value, ctx: &ToolContext) -> Claims {
+        let Some(entry) = self.tools.get(name) else {
+            return Claims::none();
+        };
+        catch_unwind(AssertUnwindSafe(|| entry.tool.claims(args, ctx)))
+            .unwrap_or_else(|_| Claims::everything())
+    }
+
+    /// The rule a tool's claims follow, in one sentence ([`DynTool::claims_rule`]).
+    pub fn claims_rule(&self, name: &str) -> Option<String> {
+        self.tools.get(name).map(|entry| entry.tool.claims_rule())
     }
 
     /// Calls a tool by name with JSON arguments.

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::{Capability, ToolContext, ToolOutput, ToolSpec, parse_args};
+use crate::{Capability, Claims, ToolContext, ToolOutput, ToolSpec, parse_args};
 
 /// A boxed, sendable future: what [`DynTool::call`] returns, so that the trait stays
 /// object-safe.
@@ -98,6 +98,24 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// What a call with these arguments touches, known before it runs: the paths it reads and
+    /// writes (resolved as `run` will resolve them, with [`ToolContext::resolve_path`]), the
+    /// session state it uses, its processes and network. A
+    /// [`Scheduler`](crate::Scheduler) runs two calls at once only when their claims do not
+    /// conflict. The default, [`Claims::everything`], orders the call against every other one:
+    /// always safe, never parallel. A path that does not resolve (outside the workspace, say)
+    /// may be left out: the call then fails before it touches anything.
+    fn claims(&self, args: &Self::Args, ctx: &ToolContext) -> Claims {
+        let _ = (args, ctx);
+        Claims::everything()
+    }
+
+    /// One sentence for people and runtimes: the rule [`Tool::claims`] follows ("writes the
+    /// file at `path`"). `vak-tools list --json` shows it.
+    fn claims_rule(&self) -> String {
+        "everything: ordered against every other call".to_owned()
+    }
+
     /// Runs the tool with parsed arguments.
     fn run(
         &self,
@@ -165,6 +183,18 @@ pub trait DynTool: Send + Sync {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput>;
+
+    /// What a call with these JSON arguments touches (see [`Tool::claims`]). Everything, unless
+    /// the tool says better.
+    fn claims(&self, args: &serde_json::Value, ctx: &ToolContext) -> Claims {
+        let _ = (args, ctx);
+        Claims::everything()
+    }
+
+    /// The rule [`DynTool::claims`] follows, in one sentence (see [`Tool::claims_rule`]).
+    fn claims_rule(&self) -> String {
+        "everything: ordered against every other call".to_owned()
+    }
 }
 
 impl<T: Tool> DynTool for T {
@@ -185,5 +215,17 @@ impl<T: Tool> DynTool for T {
                 Err(error) => error,
             }
         })
+    }
+
+    fn claims(&self, args: &serde_json::Value, ctx: &ToolContext) -> Claims {
+        // Arguments that do not parse make a call that fails before it touches anything.
+        match parse_args::<T::Args>(args.clone()) {
+            Ok(args) => Tool::claims(self, &args, ctx),
+            Err(_) => Claims::none(),
+        }
+    }
+
+    fn claims_rule(&self) -> String {
+        Tool::claims_rule(self)
     }
 }
