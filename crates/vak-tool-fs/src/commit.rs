@@ -348,6 +348,11 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Comm
     }
 }
 
+/// Entries per preparing thread, at least.
+const PER_THREAD: usize = 16;
+/// Preparing threads, at most.
+const MAX_THREADS: usize = 64;
+
 /// One entry, planned.
 struct Planned {
     target: PathBuf,
@@ -478,11 +483,22 @@ impl Run {
         for dir in dirs {
             journal::sync_dir(Some(dir));
         }
-        for entry in &planned {
-            if entry.backed_up || entry.op == Op::Remove {
-                remove_if_there(&entry.backup);
-                self.step()?;
+        // Removing the backups frees the old files, which takes the filesystem a while each:
+        // several threads overlap that too.
+        let mut backups: Vec<&Path> = planned
+            .iter()
+            .filter(|entry| entry.backed_up || entry.op == Op::Remove)
+            .map(|entry| entry.backup.as_path())
+            .collect();
+        let count = backups.len();
+        in_parallel(&mut backups, |_, range| {
+            for backup in range {
+                remove_if_there(backup);
             }
+            Ok(())
+        })?;
+        for _ in 0..count {
+            self.step()?;
         }
         self.finish();
         Ok(planned
@@ -623,10 +639,20 @@ impl Run {
                 }
             }
         }
-        for (n, entry) in planned.iter_mut().enumerate() {
-            if let Change::Write(bytes) = &entries[n].change {
-                self.prepare_write(entry, bytes, entries[n].mode)?;
+        // Writing and syncing the new contents is most of the work: several threads overlap
+        // the syncs, which the filesystem then commits together.
+        let backups = self.backups;
+        let prepare_range = |first: usize, range: &mut [Planned]| -> Result<(), CommitError> {
+            for (offset, entry) in range.iter_mut().enumerate() {
+                let n = first + offset;
+                if let Change::Write(bytes) = &entries[n].change {
+                    prepare_write(entry, bytes, entries[n].mode, backups)?;
+                }
             }
+            Ok(())
+        };
+        in_parallel(planned, prepare_range)?;
+        for _ in 0..planned.len() {
             self.step()?;
         }
         for (n, entry) in planned.iter().enumerate() {
@@ -646,51 +672,6 @@ impl Run {
             if entry.op == Op::Write {
                 hook(n, &entry.temp).map_err(io_error("write", &entry.target))?;
             }
-        }
-        Ok(())
-    }
-
-    fn prepare_write(
-        &self,
-        entry: &mut Planned,
-        bytes: &[u8],
-        mode: Option<u32>,
-    ) -> Result<(), Stop> {
-        let failed = io_error("write", &entry.target);
-        let mut temp = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&entry.temp)
-            .map_err(io_error("write", &entry.target))?;
-        temp.write_all(bytes)
-            .map_err(io_error("write", &entry.target))?;
-        if let Some(meta) = &entry.previous
-            && entry.apply == Apply::Rename
-        {
-            let ours = temp.metadata().map_err(io_error("write", &entry.target))?;
-            let same = ours.uid() == meta.uid() && ours.gid() == meta.gid();
-            // The owner first: a change of owner clears set-user-ID bits, which the mode below
-            // puts back.
-            if same || std::os::unix::fs::fchown(&temp, Some(meta.uid()), Some(meta.gid())).is_ok()
-            {
-                temp.set_permissions(meta.permissions())
-                    .map_err(io_error("write", &entry.target))?;
-            } else {
-                entry.apply = Apply::InPlace;
-            }
-        } else if let (None, Some(mode)) = (&entry.previous, mode) {
-            temp.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(io_error("write", &entry.target))?;
-        }
-        temp.sync_all().map_err(failed)?;
-        if (self.backups || entry.apply == Apply::InPlace) && entry.previous.is_some() {
-            let made = match entry.apply {
-                Apply::InPlace => copy_synced(&entry.target, &entry.backup),
-                _ => fs::hard_link(&entry.target, &entry.backup)
-                    .or_else(|_| copy_synced(&entry.target, &entry.backup)),
-            };
-            made.map_err(io_error("back up", &entry.target))?;
-            entry.backed_up = true;
         }
         Ok(())
     }
@@ -743,6 +724,87 @@ impl Run {
         }
         self.lock = None;
     }
+}
+
+/// Writes one new content beside its target, with the old file's owner and mode, synced,
+/// and backs up the old file.
+fn prepare_write(
+    entry: &mut Planned,
+    bytes: &[u8],
+    mode: Option<u32>,
+    backups: bool,
+) -> Result<(), CommitError> {
+    let failed = io_error("write", &entry.target);
+    let mut temp = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&entry.temp)
+        .map_err(io_error("write", &entry.target))?;
+    temp.write_all(bytes)
+        .map_err(io_error("write", &entry.target))?;
+    if let Some(meta) = &entry.previous
+        && entry.apply == Apply::Rename
+    {
+        let ours = temp.metadata().map_err(io_error("write", &entry.target))?;
+        let same = ours.uid() == meta.uid() && ours.gid() == meta.gid();
+        // The owner first: a change of owner clears set-user-ID bits, which the mode below
+        // puts back.
+        if same || std::os::unix::fs::fchown(&temp, Some(meta.uid()), Some(meta.gid())).is_ok() {
+            temp.set_permissions(meta.permissions())
+                .map_err(io_error("write", &entry.target))?;
+        } else {
+            entry.apply = Apply::InPlace;
+        }
+    } else if let (None, Some(mode)) = (&entry.previous, mode) {
+        temp.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(io_error("write", &entry.target))?;
+    }
+    temp.sync_data().map_err(failed)?;
+    if (backups || entry.apply == Apply::InPlace) && entry.previous.is_some() {
+        let made = match entry.apply {
+            Apply::InPlace => copy_synced(&entry.target, &entry.backup),
+            _ => fs::hard_link(&entry.target, &entry.backup)
+                .or_else(|_| copy_synced(&entry.target, &entry.backup)),
+        };
+        made.map_err(io_error("back up", &entry.target))?;
+        entry.backed_up = true;
+    }
+    Ok(())
+}
+
+/// Runs `work` over `items` cut in ranges, on several threads when there are many: each call
+/// gets the index of its range's first item. The first error is returned.
+fn in_parallel<T: Send>(
+    items: &mut [T],
+    work: impl Fn(usize, &mut [T]) -> Result<(), CommitError> + Sync,
+) -> Result<(), CommitError> {
+    let threads = (items.len() / PER_THREAD).clamp(1, MAX_THREADS);
+    if threads == 1 {
+        return work(0, items);
+    }
+    let size = items.len().div_ceil(threads);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks_mut(size)
+            .enumerate()
+            .map(|(index, range)| scope.spawn(move || work(index * size, range)))
+            .collect();
+        let mut first_error = Ok(());
+        for worker in workers {
+            let result = worker.join().unwrap_or_else(|_| {
+                Err(CommitError::Io {
+                    action: "prepare",
+                    path: PathBuf::new(),
+                    source: io::Error::other("a worker thread failed"),
+                })
+            });
+            if first_error.is_ok() {
+                first_error = result;
+            }
+        }
+        first_error
+    })
 }
 
 fn entries_bytes(entries: &[Entry], index: usize) -> &[u8] {

@@ -29,15 +29,15 @@
 //!   future, stops it before anything is written.
 
 mod apply;
-mod closest;
-mod diff;
+pub(crate) mod closest;
+pub(crate) mod diff;
 mod error;
 mod io;
-mod levels;
+pub(crate) mod levels;
 pub(crate) mod line_endings;
 mod line_numbers;
 mod read_prefixes;
-mod regions;
+pub(crate) mod regions;
 mod report;
 
 use std::borrow::Cow;
@@ -352,6 +352,7 @@ pub(crate) fn run(
     }
     let previous = write(request, &out_bytes, &stamp)?;
     seen.remember(&new_hash, &out_bytes);
+    seen.remember_path(&request.path, &new_hash);
 
     let mut notes: Vec<String> = previous.note().into_iter().collect();
     if cr_lines {
@@ -450,6 +451,7 @@ fn edit_cell(
     }
     let previous = write(request, &out, stamp)?;
     seen.remember(&new_hash, &out);
+    seen.remember_path(&request.path, &new_hash);
     let kind = &notebook.cells[index].kind;
     let title = match &notebook.cells[index].id {
         Some(id) => format!("{} cell {} ({kind}, id {id})", request.shown, index + 1),

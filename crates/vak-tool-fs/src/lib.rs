@@ -44,7 +44,10 @@
 //! ```
 //! let mut registry = vak_tool_core::Registry::new();
 //! vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-//! assert_eq!(registry.names(), ["edit", "glob", "grep", "read", "tree", "write"]);
+//! assert_eq!(
+//!     registry.names(),
+//!     ["apply_patch", "edit", "glob", "grep", "read", "tree", "write"]
+//! );
 //! ```
 #![forbid(unsafe_code)]
 
@@ -59,7 +62,9 @@ mod legacy_encoding;
 mod line_count;
 #[cfg(feature = "notebook")]
 mod notebook;
+mod patch;
 mod read;
+mod recovering;
 mod seen;
 mod settings;
 mod tree;
@@ -70,12 +75,16 @@ use vak_tool_core::Registry;
 
 pub use settings::FsSettings;
 
+use self::recovering::Recovering;
+
 /// Adds this crate's tools to a registry, with the limits of `settings`.
 pub fn register(registry: &mut Registry, settings: &FsSettings) {
-    registry.register(edit::EditTool::new(settings));
-    registry.register(glob::Glob::new(settings));
-    registry.register(grep::Grep::new(settings));
-    registry.register(read::ReadTool::new(settings));
-    registry.register(tree::TreeTool);
-    registry.register(write::WriteTool::new(settings));
+    // Each tool first finishes or undoes a transaction a crash interrupted.
+    registry.register(Recovering(patch::ApplyPatchTool::new(settings)));
+    registry.register(Recovering(edit::EditTool::new(settings)));
+    registry.register(Recovering(glob::Glob::new(settings)));
+    registry.register(Recovering(grep::Grep::new(settings)));
+    registry.register(Recovering(read::ReadTool::new(settings)));
+    registry.register(Recovering(tree::TreeTool));
+    registry.register(Recovering(write::WriteTool::new(settings)));
 }

@@ -125,8 +125,9 @@ impl Tool for ApplyPatchTool {
         let token = ctx.cancel().child_token();
         let _guard = token.clone().drop_guard();
         let seen = ctx.session().state::<Seen>();
-        let work = move || -> Result<String, String> {
-            crate::commit::recover(ctx.workspace());
+        let work_ctx = ctx.clone();
+        let work = move || -> Result<(String, Vec<std::path::PathBuf>), String> {
+            let ctx = work_ctx;
             let ops = parse::parse(&args.patch)
                 .map_err(|error| format!("{error}. Nothing was written."))?;
             if ops.len() > MAX_FILES {
@@ -154,10 +155,18 @@ impl Tool for ApplyPatchTool {
                 seen.remember_size(hash, *bytes, *lines);
                 seen.remember_path(path, hash);
             }
-            Ok(report::render(&plan.files))
+            let changed = plan.written.into_iter().map(|(path, ..)| path).collect();
+            Ok((report::render(&plan.files), changed))
         };
         match tokio::task::spawn_blocking(work).await {
-            Ok(Ok(text)) => Ok(ToolOutput::text(text)),
+            Ok(Ok((mut text, changed))) => {
+                // Diagnostics of a language server, where one watches (never an error).
+                if let Some(diagnostics) = ctx.files_changed(&changed).await {
+                    text.push_str("\n\n");
+                    text.push_str(&diagnostics);
+                }
+                Ok(ToolOutput::text(text))
+            }
             Ok(Err(text)) => Err(ToolError::new(text)),
             Err(error) => Err(ToolError::new(format!(
                 "the patch stopped with an internal error ({error}); check the files with \

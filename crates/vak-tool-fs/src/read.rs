@@ -453,6 +453,7 @@ fn read_file(
     }
     // So that a stale `expect_hash` from this read can say how much the file changed since.
     seen.remember_size(&page.hash, page.bytes, page.total_lines);
+    seen.remember_path(&request.path, &page.hash);
     if page.total_lines == 0 {
         let what = if page.bom {
             "is empty apart from a UTF-8 byte order mark"

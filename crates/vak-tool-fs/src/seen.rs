@@ -7,7 +7,7 @@
 //! Keys are content hashes, so an entry is a fact about some content, not about a path. It is
 //! bounded.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
@@ -51,9 +51,18 @@ impl Facts {
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
     entries: Mutex<VecDeque<(String, Facts)>>,
-    /// The last hash shown for each path (by `read`, `edit`, `write` or `apply_patch`), oldest
-    /// first: what the model last saw of that file.
-    paths: Mutex<VecDeque<(PathBuf, String)>>,
+    /// The last hash shown for each path (by `read`, `edit` or `apply_patch`): what the model
+    /// last saw of that file.
+    paths: Mutex<Paths>,
+}
+
+/// Paths and their last hashes, with the order they were remembered in (for forgetting the
+/// oldest); an order entry whose number is not the path's current one is stale.
+#[derive(Debug, Default)]
+struct Paths {
+    hashes: HashMap<PathBuf, (u64, String)>,
+    order: VecDeque<(u64, PathBuf)>,
+    next: u64,
 }
 
 impl Seen {
@@ -80,28 +89,43 @@ impl Seen {
     /// Remembers that the model was last shown the content with this hash at `path`.
     pub(crate) fn remember_path(&self, path: &Path, hash: &str) {
         let mut paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(index) = paths.iter().position(|(known, _)| known == path) {
-            paths.remove(index);
-        } else if paths.len() >= KEPT_PATHS {
-            paths.pop_front();
+        let paths = &mut *paths;
+        paths.next += 1;
+        let number = paths.next;
+        paths
+            .hashes
+            .insert(path.to_path_buf(), (number, hash.to_owned()));
+        paths.order.push_back((number, path.to_path_buf()));
+        while paths.hashes.len() > KEPT_PATHS {
+            let Some((number, oldest)) = paths.order.pop_front() else {
+                break;
+            };
+            if paths
+                .hashes
+                .get(&oldest)
+                .is_some_and(|(now, _)| *now == number)
+            {
+                paths.hashes.remove(&oldest);
+            }
         }
-        paths.push_back((path.to_path_buf(), hash.to_owned()));
+        if paths.order.len() > 2 * KEPT_PATHS {
+            let hashes = &paths.hashes;
+            paths
+                .order
+                .retain(|(number, path)| hashes.get(path).is_some_and(|(now, _)| now == number));
+        }
     }
 
     /// Forgets what the model was shown at `path` (it wrote the file whole itself).
     pub(crate) fn forget_path(&self, path: &Path) {
         let mut paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
-        paths.retain(|(known, _)| known != path);
+        paths.hashes.remove(path);
     }
 
     /// The hash the model was last shown for `path`, if this session knows one.
     pub(crate) fn path_hash(&self, path: &Path) -> Option<String> {
         let paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
-        paths
-            .iter()
-            .rev()
-            .find(|(known, _)| known == path)
-            .map(|(_, hash)| hash.clone())
+        paths.hashes.get(path).map(|(_, hash)| hash.clone())
     }
 
     /// Whether this session has seen the content with this hash (anywhere).

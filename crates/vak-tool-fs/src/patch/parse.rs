@@ -474,14 +474,23 @@ mod tests {
 
     #[test]
     fn heredoc_padding_and_crlf() {
-        for patch in [
-            "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n",
-            "<<EOF\r\n*** Begin Patch\r\n*** Delete File: a\r\n*** End Patch\r\nEOF",
-            "  *** Begin Patch  \n   *** Delete File:   a  \n *** End Patch \n\n",
+        for (patch, at) in [
+            (
+                "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n",
+                3,
+            ),
+            (
+                "<<EOF\r\n*** Begin Patch\r\n*** Delete File: a\r\n*** End Patch\r\nEOF",
+                3,
+            ),
+            (
+                "  *** Begin Patch  \n   *** Delete File:   a  \n *** End Patch \n\n",
+                2,
+            ),
         ] {
             assert_eq!(
                 parse(patch).unwrap(),
-                vec![Op::Delete { path: "a", at: 2 }],
+                vec![Op::Delete { path: "a", at }],
                 "{patch:?}"
             );
         }

@@ -335,7 +335,7 @@ mod tests {
             regions,
             vec![Region {
                 orig: (3, 6),
-                now: (3, 11)
+                now: (3, 10)
             }]
         );
         assert_eq!(d.counts(), (2, 1));

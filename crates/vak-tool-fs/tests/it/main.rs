@@ -10,6 +10,8 @@ mod grep;
 mod image;
 #[cfg(all(feature = "notebook", feature = "image"))]
 mod notebook;
+mod patch;
+mod patch_crash;
 #[cfg(feature = "pdf")]
 mod pdf;
 mod read;
