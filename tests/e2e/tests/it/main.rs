@@ -3,6 +3,7 @@
 
 mod commitments;
 mod dialects;
+mod docs_tools;
 mod lsp;
 mod robustness;
 mod schemas;
