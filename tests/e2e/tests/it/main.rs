@@ -27,6 +27,7 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
     assert_eq!(
         tools.names(),
         [
+            "apply_patch",
             "bash",
             "browse",
             "diagnostics",
