@@ -59,6 +59,15 @@ impl Tool for Recall {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &RecallArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        let _ = (args, ctx);
+        vak_tool_core::Claims::none().state("recall ledger", vak_tool_core::Access::Read)
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the session's ledger of results".to_owned()
+    }
+
     async fn run(&self, args: RecallArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let kept = ctx.session().state::<Kept>();
         let text = {

@@ -22,8 +22,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::DropGuard;
 use tokio_util::task::TaskTracker;
 use vak_tool_core::{
-    CancellationToken, Capability, Content, PermissionMode, Posture, Registry, Session,
-    ToolContext, ToolOutput, ToolSpec, posture,
+    Admission, CancellationToken, Capability, Content, PermissionMode, Posture, Progress, Registry,
+    Scheduler, Session, ToolContext, ToolOutput, ToolSpec, posture,
 };
 use vak_window::{Recall as Marker, window};
 
@@ -65,6 +65,11 @@ struct Inner {
     /// A session of the HTTP transport: dropped with it, which clears its state (background
     /// jobs, the ledger).
     _ended: Option<DropGuard>,
+    /// Orders the session's calls by their claims (see [`Server::admit`]).
+    scheduler: Scheduler,
+    /// The places in the scheduler's queue of calls that arrived and have not started, by
+    /// request id.
+    admitted: std::sync::Mutex<std::collections::HashMap<String, Admission>>,
 }
 
 impl Server {
@@ -89,6 +94,8 @@ impl Server {
                 limit: None,
                 handshake_only: false,
                 _ended: None,
+                scheduler: Scheduler::new(),
+                admitted: std::sync::Mutex::default(),
             }),
         }
     }
@@ -122,6 +129,8 @@ impl Server {
                 limit: Some(Arc::new(Semaphore::new(inner.settings.max_calls.max(1)))),
                 handshake_only: true,
                 _ended: None,
+                scheduler: Scheduler::new(),
+                admitted: std::sync::Mutex::default(),
             }),
         }
     }
@@ -157,7 +166,98 @@ impl Server {
                 limit: inner.limit.clone(),
                 handshake_only: inner.handshake_only,
                 _ended: Some(ended.drop_guard()),
+                scheduler: Scheduler::new(),
+                admitted: std::sync::Mutex::default(),
             }),
+        }
+    }
+
+    /// Takes a `tools/call` in the order calls arrive, before it is handed on to run: its
+    /// [claims](vak_tool_core::Claims) join the session's queue, so that it waits for the
+    /// earlier calls it conflicts with (an edit of a file before a read of it) and for no other.
+    /// The transport calls this for each message it reads, in order; a call that was not
+    /// admitted this way is admitted when it starts.
+    pub(crate) fn admit(&self, message: &rmcp::model::ClientJsonRpcMessage) {
+        use rmcp::model::{ClientRequest, JsonRpcMessage};
+        let JsonRpcMessage::Request(request) = message else {
+            return;
+        };
+        let ClientRequest::CallToolRequest(call) = &request.request else {
+            return;
+        };
+        let args = match &call.params.arguments {
+            Some(map) => serde_json::Value::Object(map.clone()),
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let admission = self.admission(&call.params.name, &args, &request.id);
+        self.inner
+            .admitted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(request_key(&request.id), admission);
+    }
+
+    fn admission(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        id: &rmcp::model::RequestId,
+    ) -> Admission {
+        let claims = self.inner.registry.claims(name, args, &self.inner.ctx);
+        self.inner
+            .scheduler
+            .admit(format!("`{name}` (request {})", request_key(id)), claims)
+    }
+
+    /// The call's place in the queue: the one taken when it arrived, or a new one.
+    fn take_admission(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        id: &rmcp::model::RequestId,
+    ) -> Admission {
+        let taken = self
+            .inner
+            .admitted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&request_key(id));
+        taken.unwrap_or_else(|| self.admission(name, args, id))
+    }
+
+    /// Waits for this call's turn: the earlier calls whose claims conflict with its own have
+    /// ended. Said once in a progress notification and in the debug log.
+    async fn wait_turn(
+        &self,
+        admission: Admission,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+        ctx: &ToolContext,
+    ) -> Result<Admission, ToolOutput> {
+        let mut told = false;
+        let waited = admission.ready(&context.ct, |blockers| {
+            tracing::debug!(
+                tool = name,
+                ?blockers,
+                "waiting for earlier calls it conflicts with"
+            );
+            if !told {
+                told = true;
+                ctx.progress(Progress::new(0.0).with_message(format!(
+                    "waiting for {} to finish: it touches the same files or state",
+                    blockers.join(", ")
+                )));
+            }
+        });
+        let waited = tokio::select! {
+            waited = waited => waited,
+            () = self.inner.shutdown.cancelled() => {
+                return Err(ToolOutput::error("the server is shutting down; nothing was run"));
+            }
+        };
+        match waited {
+            Ok(()) => Ok(admission),
+            Err(cancelled) => Err(ToolOutput::error(format!("{cancelled}; nothing was run"))),
         }
     }
 
@@ -204,6 +304,8 @@ impl Server {
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> ToolOutput {
+        // Taken first, so that every early return below frees the call's place in the queue.
+        let admission = self.take_admission(name, &args, &context.id);
         let Some(spec) = self.inner.registry.spec(name).cloned() else {
             return ToolOutput::error(format!(
                 "unknown tool `{name}`. The tools are: {}.",
@@ -217,6 +319,19 @@ impl Server {
                 Err(refusal) => return refusal,
             }
         }
+        let token = self.inner.shutdown.child_token();
+        let mut ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        if let Some(mode) = approved {
+            // The person's approval widens what this one call may do (bash's sandbox).
+            ctx = ctx.with_approval(mode);
+        }
+        let (ctx, progress) = progress::forward_progress(ctx, context);
+        // First its turn among the session's calls (before a call slot: a call waiting for an
+        // earlier one must not hold a slot that earlier one needs).
+        let _turn = match self.wait_turn(admission, name, context, &ctx).await {
+            Ok(turn) => turn,
+            Err(output) => return output,
+        };
         // `recall` only reads memory: it never waits for a slot.
         let limit = self.inner.limit.as_ref().filter(|_| name != RECALL);
         let _permit = match limit {
@@ -231,13 +346,6 @@ impl Server {
                 }
             },
         };
-        let token = self.inner.shutdown.child_token();
-        let mut ctx = self.inner.ctx.clone().with_parent_cancel(&token);
-        if let Some(mode) = approved {
-            // The person's approval widens what this one call may do (bash's sandbox).
-            ctx = ctx.with_approval(mode);
-        }
-        let (ctx, progress) = progress::forward_progress(ctx, context);
         let output = {
             let call = self.inner.registry.call(name, args, &ctx);
             tokio::pin!(call);
@@ -278,6 +386,11 @@ impl Server {
         result.is_error = Some(output.is_error);
         result
     }
+}
+
+/// A request id as the key of the admitted calls (and in log lines): its JSON.
+fn request_key(id: &rmcp::model::RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
 }
 
 /// Closes `calls` to new ones and waits for those running to end, at most `grace`; whether they

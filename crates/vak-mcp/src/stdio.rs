@@ -53,7 +53,10 @@ impl Server {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let server = self.clone();
-        let (transport, io) = transport(read, write);
+        let (mut transport, io) = transport(read, write);
+        // Each call joins the session's queue as it is read, so arrival order decides.
+        let admitting = self.clone();
+        transport.admit = Some(Box::new(move |message| admitting.admit(message)));
         tokio::pin!(shutdown);
         let running = tokio::select! {
             running = self.serve(transport) => match running {
@@ -126,9 +129,14 @@ pub(crate) struct Stdio<R> {
     /// Messages the gate passed that rmcp has not taken yet (the rest of a batch).
     ready: VecDeque<ClientJsonRpcMessage>,
     gate: Arc<Mutex<Gate>>,
+    /// Told of each message the gate passes, in the order read (the server's scheduler).
+    admit: Option<Admit>,
     writes: Option<mpsc::UnboundedSender<Outgoing>>,
     input_closed: CancellationToken,
 }
+
+/// What the transport tells the server of each message it reads.
+type Admit = Box<dyn Fn(&ClientJsonRpcMessage) + Send + Sync>;
 
 /// What the server keeps of the transport it gave rmcp.
 pub(crate) struct Handle {
@@ -153,6 +161,7 @@ where
         discarding: false,
         ready: VecDeque::new(),
         gate: Arc::new(Mutex::new(Gate::new())),
+        admit: None,
         writes: Some(writes),
         input_closed: input_closed.clone(),
     };
@@ -337,6 +346,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for Stdio<R> {
             self.line.clear();
             for reply in &inbound.replies {
                 self.reply(reply);
+            }
+            if let Some(admit) = &self.admit {
+                inbound.deliver.iter().for_each(|message| admit(message));
             }
             self.ready.extend(inbound.deliver);
         }

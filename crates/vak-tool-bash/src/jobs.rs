@@ -223,6 +223,18 @@ impl Tool for Jobs {
         vec![Capability::Execute]
     }
 
+    fn claims(&self, args: &JobsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        let _ = (args, ctx);
+        vak_tool_core::Claims::none()
+            .state("jobs", vak_tool_core::Access::Write)
+            .process()
+    }
+
+    fn claims_rule(&self) -> String {
+        "changes the session's jobs (reading output consumes it)".to_owned()
+    }
+
+
     async fn run(&self, args: JobsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if let Some(wait_ms) = args.wait_ms
             && wait_ms > MAX_WAIT_MS

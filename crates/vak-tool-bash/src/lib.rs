@@ -157,11 +157,14 @@ mod limits;
 mod process_tree;
 mod procs;
 mod pty;
+mod render;
 mod run;
 pub mod sandbox;
 mod settings;
 mod spawn;
 mod start;
+mod stop;
+mod streams;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -293,6 +296,28 @@ impl Tool for Bash {
 
     fn capabilities(&self) -> Vec<Capability> {
         vec![Capability::Execute]
+    }
+
+    fn claims(&self, args: &BashArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        // A command may change any file it can reach, start processes and reach the network;
+        // a background start also adds a job to the session.
+        let files = match ctx.path_policy() {
+            vak_tool_core::PathPolicy::Workspace => ctx.workspace().to_path_buf(),
+            _ => std::path::PathBuf::from("/"),
+        };
+        let claims = vak_tool_core::Claims::none()
+            .write_tree(&files)
+            .process()
+            .network();
+        if args.run_in_background.unwrap_or(false) {
+            claims.state("jobs", vak_tool_core::Access::Write)
+        } else {
+            claims
+        }
+    }
+
+    fn claims_rule(&self) -> String {
+        "writes the whole workspace (everything under an unrestricted path policy), starts processes, reaches the network; a background start also changes the session's jobs".to_owned()
     }
 
     async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -183,6 +183,15 @@ impl Tool for Browse {
         vec![Capability::Network, Capability::Execute]
     }
 
+    fn claims(&self, args: &BrowseArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        let _ = (args, ctx);
+        vak_tool_core::Claims::none().network().process()
+    }
+
+    fn claims_rule(&self) -> String {
+        "reaches the network and starts a browser (its files stay in a folder of its own)".to_owned()
+    }
+
     async fn run(&self, args: BrowseArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(self.browse(&args, ctx).await?))
     }

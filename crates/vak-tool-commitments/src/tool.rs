@@ -347,6 +347,15 @@ impl Tool for CommitmentsTool {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &CommitmentsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        let _ = (args, ctx);
+        vak_tool_core::Claims::none().state("commitments", vak_tool_core::Access::Read)
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the commitments store".to_owned()
+    }
+
     fn floor(&self) -> bool {
         true
     }

@@ -167,6 +167,14 @@ impl Tool for EditTool {
         vec![Capability::WriteFs]
     }
 
+    fn claims(&self, args: &EditArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::write_file(ctx, &args.path)
+    }
+
+    fn claims_rule(&self) -> String {
+        "writes the file at `path`".to_owned()
+    }
+
     async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let path = ctx.resolve_path(&args.path).map_err(EditError::from)?;
         let changed = [path.clone()];

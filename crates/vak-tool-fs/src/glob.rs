@@ -127,6 +127,14 @@ impl Tool for Glob {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &GlobArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::read_tree(ctx, args.path.as_deref())
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads everything below `path` (default: the working folder)".to_owned()
+    }
+
     async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(run(args, ctx, self.settings.glob_results).await?)
     }

@@ -108,6 +108,14 @@ impl Tool for Grep {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &GrepArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::read_tree(ctx, args.path.as_deref())
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads everything below `path` (default: the working folder)".to_owned()
+    }
+
     async fn run(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(run(args, ctx, self.settings.grep_line_chars).await?)
     }

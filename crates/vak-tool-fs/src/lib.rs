@@ -52,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 mod atomic_write;
+mod claims;
 pub mod commit;
 mod edit;
 mod file_kind;

@@ -107,6 +107,14 @@ impl Tool for ApplyPatchTool {
         vec![Capability::WriteFs]
     }
 
+    fn claims(&self, args: &ApplyPatchArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::patch(ctx, &args.patch)
+    }
+
+    fn claims_rule(&self) -> String {
+        "writes every file the patch adds, deletes, updates or moves to (the whole workspace when one does not resolve)".to_owned()
+    }
+
     async fn run(&self, args: ApplyPatchArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if args.patch.len() > PATCH_BYTES {
             return Err(ToolError::new(format!(

@@ -193,6 +193,14 @@ impl Tool for ReadTool {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &ReadArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::read_file(ctx, &args.path)
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the file at `path`".to_owned()
+    }
+
     async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(run(args, ctx, &self.settings).await?)
     }

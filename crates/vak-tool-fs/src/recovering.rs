@@ -2,7 +2,7 @@
 //! interrupted ([`crate::commit::recover`]), so no tool ever reads a workspace left half
 //! patched.
 
-use vak_tool_core::{Capability, Tool, ToolContext, ToolError, ToolOutput};
+use vak_tool_core::{Capability, Claims, Tool, ToolContext, ToolError, ToolOutput};
 
 /// A file tool that runs [`crate::commit::recover`] on its workspace before each call.
 pub(crate) struct Recovering<T>(pub(crate) T);
@@ -24,6 +24,14 @@ impl<T: Tool> Tool for Recovering<T> {
 
     fn floor(&self) -> bool {
         self.0.floor()
+    }
+
+    fn claims(&self, args: &T::Args, ctx: &ToolContext) -> Claims {
+        self.0.claims(args, ctx)
+    }
+
+    fn claims_rule(&self) -> String {
+        self.0.claims_rule()
     }
 
     async fn run(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -114,6 +114,14 @@ impl Tool for TreeTool {
         vec![Capability::ReadFs]
     }
 
+    fn claims(&self, args: &TreeArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::read_tree(ctx, args.path.as_deref())
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads everything below `path` (default: the working folder)".to_owned()
+    }
+
     fn floor(&self) -> bool {
         true
     }

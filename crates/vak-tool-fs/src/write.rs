@@ -200,6 +200,14 @@ impl Tool for WriteTool {
         vec![Capability::WriteFs]
     }
 
+    fn claims(&self, args: &WriteArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        crate::claims::write_file(ctx, &args.path)
+    }
+
+    fn claims_rule(&self) -> String {
+        "writes the file at `path`".to_owned()
+    }
+
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         // The model knows what it wrote: no staleness check against an earlier read.
         let path = ctx.resolve_path(&args.path).ok();

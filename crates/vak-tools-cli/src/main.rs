@@ -63,6 +63,20 @@ enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Print what a call would touch, as JSON: the paths it reads and writes (spelled as in
+    /// results), the session state it uses, its processes and network. Calls whose claims do not
+    /// conflict run in parallel under `mcp`.
+    Claims {
+        /// The tool's name.
+        tool: String,
+        /// The arguments as a JSON object, or `-` to read them from standard input. Default `{}`.
+        args: Option<String>,
+        /// The working folder for relative paths (inside the workspace).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// Say what this machine offers `bash`'s sandbox (Landlock, namespaces, the helper).
     Doctor {
         #[command(flatten)]
@@ -211,6 +225,33 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Claims {
+            tool,
+            args,
+            cwd,
+            place,
+        } => {
+            let (config, workspace) = load(&place)?;
+            let tools = registry(&config);
+            if tools.get(&tool).is_none() {
+                return Err(Usage(format!(
+                    "unknown tool `{tool}`; the tools are: {}",
+                    tools.names().join(", ")
+                )));
+            }
+            let args = read_args(args.as_deref())?;
+            let mut ctx = config.tool_context(&workspace)?;
+            if let Some(cwd) = cwd {
+                ctx = ctx.with_cwd(cwd)?;
+            }
+            let claims = tools.claims(&tool, &args, &ctx);
+            let shown = claims_json(&tool, &claims, &ctx);
+            to_stdout(|out| {
+                serde_json::to_writer_pretty(&mut *out, &shown)?;
+                writeln!(out)
+            })?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { place } => {
             let (config, _workspace) = load(&place)?;
@@ -404,6 +445,36 @@ struct ListedTool<'a> {
     capabilities: &'a [vak_tools::Capability],
     floor: bool,
     posture: vak_tools::Posture,
+    /// The rule the tool's claims follow (what a call touches, for parallel scheduling).
+    claims: String,
+}
+
+/// The claims of one call as `vak-tools claims` prints them: paths spelled as in results.
+fn claims_json(
+    tool: &str,
+    claims: &vak_tools::core::Claims,
+    ctx: &ToolContext,
+) -> serde_json::Value {
+    let paths: Vec<serde_json::Value> = claims
+        .paths
+        .iter()
+        .map(|claim| {
+            serde_json::json!({
+                "path": ctx.display_path(&claim.path),
+                "access": claim.access,
+                "subtree": claim.subtree,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "tool": tool,
+        "everything": claims.everything,
+        "paths": paths,
+        "state": claims.state,
+        "process": claims.process,
+        "network": claims.network,
+        "summary": claims.summary(),
+    })
 }
 
 /// Prints the tools: as JSON with each schema in `json`'s dialect, or one line per tool.
@@ -424,6 +495,7 @@ fn list(
                 capabilities: &spec.capabilities,
                 floor: spec.floor,
                 posture: posture(spec, mode),
+                claims: tools.claims_rule(&spec.name).unwrap_or_default(),
             })
             .collect();
         serde_json::to_writer_pretty(&mut *out, &listed)?;

@@ -149,6 +149,15 @@ impl Tool for WebFetch {
         vec![Capability::Network]
     }
 
+    fn claims(&self, args: &WebFetchArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        let _ = (args, ctx);
+        vak_tool_core::Claims::none().network()
+    }
+
+    fn claims_rule(&self) -> String {
+        "reaches the network only".to_owned()
+    }
+
     async fn run(&self, args: WebFetchArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(self.fetch_page(&args, ctx).await?.into_output())
     }

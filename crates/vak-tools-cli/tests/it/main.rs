@@ -5,6 +5,7 @@
     reason = "these tests start the binary under test"
 )]
 
+mod claims;
 mod cli;
 mod conformance;
 mod http;
@@ -12,6 +13,7 @@ mod jobs;
 mod mcp;
 mod procs;
 mod sandbox;
+mod sdk_defaults;
 mod signals;
 
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! End-to-end tests through the facade: the registry a runtime builds from a config.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod claims;
 mod commitments;
 mod dialects;
 mod docs_tools;

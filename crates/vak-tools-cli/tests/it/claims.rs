@@ -1,0 +1,192 @@
+//! Issue 26: claims and the scheduler, through the binary: `vak-tools claims`, the rules in
+//! `list --json`, and `mcp` ordering conflicting calls by arrival while others run at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::{BIN, run};
+
+fn claims(dir: &std::path::Path, tool: &str, args: &str) -> Value {
+    let output = run(dir, &["claims", tool, args], None);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn paths(claims: &Value) -> Vec<(String, String, bool)> {
+    claims["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|claim| {
+            (
+                claim["path"].as_str().unwrap().to_owned(),
+                claim["access"].as_str().unwrap().to_owned(),
+                claim["subtree"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn claims_print_the_paths_a_call_touches_resolved_like_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::create_dir(ws.join("real")).unwrap();
+    std::fs::write(ws.join("real/f.txt"), "x\n").unwrap();
+    std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+
+    let edit = claims(
+        ws,
+        "edit",
+        r#"{"path":"link/f.txt","edits":[{"old_text":"x","new_text":"y"}]}"#,
+    );
+    assert_eq!(paths(&edit), [("real/f.txt".into(), "write".into(), false)]);
+    let read = claims(ws, "read", r#"{"path":"real/../link/f.txt"}"#);
+    assert_eq!(paths(&read), [("real/f.txt".into(), "read".into(), false)]);
+    let grep = claims(ws, "grep", r#"{"pattern":"x","path":"link"}"#);
+    assert_eq!(paths(&grep), [("real".into(), "read".into(), true)]);
+    let bash = claims(ws, "bash", r#"{"command":"true"}"#);
+    assert_eq!(bash["process"], true);
+    assert_eq!(bash["network"], true);
+    assert_eq!(paths(&bash)[0].1, "write");
+    assert_eq!(paths(&bash)[0].2, true);
+    let fetch = claims(ws, "webfetch", r#"{"url":"https://example.com/"}"#);
+    assert!(paths(&fetch).is_empty());
+    assert_eq!(fetch["network"], true);
+    assert_eq!(fetch["everything"], false);
+
+    // An unknown tool is a usage error, like `call`.
+    let output = run(ws, &["claims", "no-such-tool", "{}"], None);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn list_json_documents_each_tools_claims_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["list", "--json"], None);
+    let listed: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    for tool in &listed {
+        let rule = tool["claims"].as_str().unwrap_or_default();
+        assert!(!rule.is_empty(), "{}: no claims rule", tool["name"]);
+        // Every tool of the workspace says better than the default.
+        assert!(!rule.starts_with("everything"), "{}: {rule}", tool["name"]);
+    }
+}
+
+/// The server over stdio, spoken to in raw JSON-RPC lines.
+struct Server {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(ws: &std::path::Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--workspace"])
+            .arg(ws)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self {
+            child,
+            input,
+            output,
+        };
+        server.send(&[
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"claims-test","version":"1"}}}),
+        ]);
+        server.answers(&[0]);
+        server.send(&[json!({"jsonrpc":"2.0","method":"notifications/initialized"})]);
+        server
+    }
+
+    /// Writes the messages in one write, one per line.
+    fn send(&mut self, messages: &[Value]) {
+        let mut bytes = Vec::new();
+        for message in messages {
+            serde_json::to_writer(&mut bytes, message).unwrap();
+            bytes.push(b'\n');
+        }
+        self.input.write_all(&bytes).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// The answers to `ids`, in the order of `ids` (whatever order they came in).
+    fn answers(&mut self, ids: &[u64]) -> Vec<Value> {
+        let mut got: Vec<Option<Value>> = vec![None; ids.len()];
+        while got.iter().any(Option::is_none) {
+            let mut line = String::new();
+            assert!(
+                self.output.read_line(&mut line).unwrap() > 0,
+                "server ended"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if let Some(index) = ids.iter().position(|id| message["id"] == json!(id)) {
+                got[index] = Some(message);
+            }
+        }
+        got.into_iter().map(Option::unwrap).collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text(answer: &Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}})
+}
+
+/// The issue's measurement: an `edit` of a file and a `read` of it, sent in one write, used to
+/// return the old content 40 times out of 40. In arrival order, the read waits for the edit.
+#[test]
+fn a_read_sent_right_after_an_edit_always_sees_the_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::write(ws.join("f.txt"), "v0\n").unwrap();
+    let mut server = Server::start(ws);
+    server.send(&[call(1, "read", json!({"path":"f.txt"}))]);
+    server.answers(&[1]);
+    for round in 1..=1000_u64 {
+        let (edit, read) = (round * 2, round * 2 + 1);
+        server.send(&[
+            call(
+                edit,
+                "edit",
+                json!({"path":"f.txt","edits":[{"old_text":format!("v{}", round - 1),"new_text":format!("v{round}")}]}),
+            ),
+            call(read, "read", json!({"path":"f.txt"})),
+        ]);
+        let answers = server.answers(&[edit, read]);
+        assert_eq!(answers[0]["result"]["isError"], false, "{}", answers[0]);
+        let shown = text(&answers[1]);
+        assert!(
+            shown.contains(&format!("v{round}")),
+            "round {round}: the read did not see the edit: {shown}"
+        );
+    }
+}
