@@ -259,6 +259,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             let mut report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
             let env: Vec<_> = std::env::vars_os().collect();
             report.push_str(&vak_tools::bash::environment_report(&config.bash, &env));
+            // Which browser `browse` would run, and its version (a failure often depends on it).
+            let env_refs: Vec<_> = env
+                .iter()
+                .map(|(key, value)| (key.as_os_str(), value.as_os_str()))
+                .collect();
+            report.push_str(&vak_tools::browse::doctor(&config.browse, &env_refs));
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -189,6 +189,39 @@ fn doctor_says_what_the_machine_supports() {
     assert!(text.contains("bash: sandboxed"), "{text}");
 }
 
+/// Issue 29: `doctor` names the browser `browse` would run and the version it prints.
+#[test]
+fn doctor_names_the_browser_and_its_version() {
+    let workspace = tempfile::tempdir().unwrap();
+    let browser = workspace.path().join("fake-chromium");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\necho 'Chromium 148.0.7778.167 built on Debian'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let output = Command::new(crate::BIN)
+        .arg("doctor")
+        .env("VAK_BROWSER", &browser)
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("browse: browser {}", browser.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("browse: version Chromium 148.0.7778.167"),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
     let workspace = tempfile::tempdir().unwrap();
