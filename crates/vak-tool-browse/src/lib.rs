@@ -189,7 +189,8 @@ impl Tool for Browse {
     }
 
     fn claims_rule(&self) -> String {
-        "reaches the network and starts a browser (its files stay in a folder of its own)".to_owned()
+        "reaches the network and starts a browser (its files stay in a folder of its own)"
+            .to_owned()
     }
 
     async fn run(&self, args: BrowseArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

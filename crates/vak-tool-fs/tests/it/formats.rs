@@ -37,7 +37,10 @@ async fn images_are_read_only_with_the_image_feature() {
         assert!(out.is_error, "{out:?}");
         let text = out.text_content();
         assert!(text.contains("`dot.png` is a PNG image (70 B)"), "{text}");
-        assert!(text.contains("the `image` feature of vak-tool-fs is off"), "{text}");
+        assert!(
+            text.contains("the `image` feature of vak-tool-fs is off"),
+            "{text}"
+        );
         assert!(!description.contains("PNG"), "{description}");
     }
 }
@@ -56,7 +59,10 @@ async fn pdfs_are_read_only_with_the_pdf_feature() {
         assert!(description.contains("PDF files"), "{description}");
     } else {
         assert!(text.contains("`doc.pdf` is a PDF document"), "{text}");
-        assert!(text.contains("the `pdf` feature of vak-tool-fs is off"), "{text}");
+        assert!(
+            text.contains("the `pdf` feature of vak-tool-fs is off"),
+            "{text}"
+        );
         assert!(text.contains("pdftotext"), "{text}");
         assert!(schema["properties"].get("pages").is_none(), "{schema}");
         assert!(!description.contains("PDF"), "{description}");
@@ -79,13 +85,19 @@ async fn notebooks_are_cells_only_with_the_notebook_feature() {
     let (edit_description, edit_schema) = spec("edit");
     if cfg!(feature = "notebook") {
         assert!(text.contains("[Jupyter notebook, 1 cell"), "{text}");
-        assert!(edit_schema["properties"]["cell"].is_object(), "{edit_schema}");
+        assert!(
+            edit_schema["properties"]["cell"].is_object(),
+            "{edit_schema}"
+        );
         assert!(edit_description.contains("`cell`"), "{edit_description}");
         assert!(read_description.contains("Jupyter"), "{read_description}");
     } else {
         // The JSON text itself, numbered like any file.
         assert!(text.starts_with("     1\t{\"cells\": ["), "{text}");
-        assert!(edit_schema["properties"].get("cell").is_none(), "{edit_schema}");
+        assert!(
+            edit_schema["properties"].get("cell").is_none(),
+            "{edit_schema}"
+        );
         assert!(!edit_description.contains("notebook"), "{edit_description}");
         assert!(!read_description.contains("Jupyter"), "{read_description}");
         let out = workspace
@@ -94,6 +106,9 @@ async fn notebooks_are_cells_only_with_the_notebook_feature() {
                 json!({"path": "n.ipynb", "cell": "1", "edits": [{"old_text": "print(1)", "new_text": "print(2)"}]}),
             )
             .await;
-        assert!(out.is_error && out.text_content().contains("`cell`"), "{out:?}");
+        assert!(
+            out.is_error && out.text_content().contains("`cell`"),
+            "{out:?}"
+        );
     }
 }
