@@ -348,7 +348,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for Stdio<R> {
                 self.reply(reply);
             }
             if let Some(admit) = &self.admit {
-                inbound.deliver.iter().for_each(|message| admit(message));
+                inbound.deliver.iter().for_each(admit);
             }
             self.ready.extend(inbound.deliver);
         }

@@ -26,6 +26,7 @@
 
 mod auth;
 mod batch;
+mod plain_json;
 mod tls;
 
 use std::convert::Infallible;
@@ -290,10 +291,18 @@ impl Front {
             }
         }
         let ends_session = parts.method == Method::DELETE;
+        let plain = parts.method == Method::POST
+            && plain_json::accepts_json(&parts.headers)
+            && serde_json::from_slice::<Value>(&body).is_ok_and(|message| {
+                message.get("method").is_some() && message.get("id").is_some()
+            });
         let mut response = self
             .rmcp
             .handle(Request::from_parts(parts, Full::new(body)))
             .await;
+        if plain {
+            return plain_json::when_alone(response).await;
+        }
         if ends_session && response.status() == StatusCode::ACCEPTED {
             // rmcp says 202 to a session's end; clients (the Python SDK) expect 200 or 204.
             *response.status_mut() = StatusCode::NO_CONTENT;

@@ -29,7 +29,11 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn tag(name: &str, signal: Signal) -> String {
-    let signal = if signal == Signal::TERM { "term" } else { "hup" };
+    let signal = if signal == Signal::TERM {
+        "term"
+    } else {
+        "hup"
+    };
     format!("vak-signal-{name}-{signal}-{}", std::process::id())
 }
 

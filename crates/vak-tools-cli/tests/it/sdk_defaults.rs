@@ -1,0 +1,105 @@
+//! Every result reaches the official Python SDK with its default settings (issue 27): a `read`
+//! of an image with 4 MiB of base64 and a long `bash` output, over Streamable HTTP (where the
+//! SDK refuses any server-sent event over 1 MiB: the server answers with plain JSON when
+//! nothing streams before the reply) and over stdio.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::BIN;
+
+/// Whether the Python SDK 2.x is here; CI installs it (`cargo xtask ci`), and there its absence
+/// fails the test.
+fn sdk_present() -> bool {
+    let present = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.metadata as m, sys, mcp; \
+             sys.exit(int(m.version('mcp').split('.')[0]) < 2)",
+        ])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !present {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the Python MCP SDK 2.x is missing: `pip install \"mcp>=2\"` (cargo xtask ci does)"
+        );
+        eprintln!("skipped: the Python MCP SDK 2.x is missing; `pip install \"mcp>=2\"`");
+    }
+    present
+}
+
+fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_defaults_client.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(workspace)
+        .args([transport, target])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail: String = stderr
+        .chars()
+        .rev()
+        .take(3000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(output.status.success(), "{transport}: {stdout}\n{tail}");
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+fn check(transport: &str, got: &Value) {
+    let expected = got["expected_image_length"].as_u64().unwrap();
+    assert!(
+        expected > 3_900_000,
+        "the image is about 4 MiB of base64: {expected}"
+    );
+    assert_eq!(got["image"]["is_error"], false, "{transport}: {got}");
+    assert_eq!(
+        got["image"]["image_lengths"][0], expected,
+        "{transport}: {got}"
+    );
+    assert_eq!(got["long"]["is_error"], false, "{transport}: {got}");
+    assert!(
+        got["long"]["text_chars"].as_u64().unwrap() > 20_000,
+        "{transport}: {got}"
+    );
+}
+
+#[test]
+fn the_python_sdk_with_its_defaults_reads_a_4_mib_image_over_http_and_stdio() {
+    if !sdk_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let over_http = run_client(dir.path(), "http", &url);
+    let _ = child.kill();
+    let _ = child.wait();
+    check("http", &over_http);
+    let dir = tempfile::tempdir().unwrap();
+    let over_stdio = run_client(dir.path(), "stdio", BIN);
+    check("stdio", &over_stdio);
+}
