@@ -234,16 +234,7 @@ impl Tool for Jobs {
         "changes the session's jobs (reading output consumes it)".to_owned()
     }
 
-
     async fn run(&self, args: JobsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        if let Some(wait_ms) = args.wait_ms
-            && wait_ms > MAX_WAIT_MS
-        {
-            return Err(ToolError::new(format!(
-                "`wait_ms` is {wait_ms}, but it must be at most {MAX_WAIT_MS} (10 minutes): \
-                 call again with a shorter wait, and read again if the job is still quiet"
-            )));
-        }
         if let Some(wait_ms) = args.wait_ms
             && wait_ms > MAX_WAIT_MS
         {
