@@ -67,7 +67,19 @@ fn list_json_gives_each_schema_in_the_dialect_asked_for() {
         assert_eq!(specs.len(), default.len(), "{}", dialect.name());
         for (spec, plain) in specs.iter().zip(&default) {
             assert_eq!(spec["name"], plain["name"]);
-            assert_eq!(spec["description"], plain["description"]);
+            let (description, whole) = (
+                spec["description"].as_str().unwrap(),
+                plain["description"].as_str().unwrap(),
+            );
+            if dialect.name() == "openai" {
+                // Chat Completions takes at most 1,024 characters: longer ones are fitted at
+                // sentence ends, keeping the first sentence (issue 23).
+                assert!(description.chars().count() <= 1024, "{description}");
+                let first = whole.split(". ").next().unwrap();
+                assert!(description.starts_with(first), "{description}");
+            } else {
+                assert_eq!(description, whole);
+            }
             let schema = &spec["input_schema"];
             assert_eq!(
                 violations(schema, dialect),

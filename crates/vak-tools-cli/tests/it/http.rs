@@ -515,7 +515,7 @@ fn each_session_has_its_own_jobs_ended_with_it_and_with_the_server() {
 }
 
 #[test]
-fn the_python_sdk_makes_100_calls_from_4_sessions_bounded_and_apart() {
+fn the_python_sdk_makes_100_calls_from_10_sessions_bounded_and_apart() {
     if let Err(why) = python_sdk() {
         // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
         assert!(
@@ -543,7 +543,8 @@ fn the_python_sdk_makes_100_calls_from_4_sessions_bounded_and_apart() {
     let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["calls"], 100, "{summary}");
     assert_eq!(summary["errors"], json!([]), "{summary}");
-    // The limit is reached, holds while 92 more calls wait, and is never passed.
+    // The limit is reached (each session runs its bash calls one at a time: they all write the
+    // workspace), holds while 92 more calls wait, and is never passed.
     assert_eq!(summary["plateau"], MAX_CALLS, "{summary}");
     assert_eq!(summary["after_wait"], MAX_CALLS, "{summary}");
     assert!(
@@ -551,11 +552,7 @@ fn the_python_sdk_makes_100_calls_from_4_sessions_bounded_and_apart() {
         "{summary}"
     );
     // Each session's `c1` is its own first result.
-    assert_eq!(
-        summary["own_c1"],
-        json!([true, true, true, true]),
-        "{summary}"
-    );
+    assert_eq!(summary["own_c1"], json!(vec![true; 10]), "{summary}");
     assert!(
         !stderr.contains("Session termination failed"),
         "the SDK could not end its sessions: {stderr}"

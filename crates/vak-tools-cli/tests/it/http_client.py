@@ -1,7 +1,9 @@
 """The Python MCP SDK (`mcp` 2.x) drives `vak-tools mcp --http` with a bearer token.
 
-Four sessions start at once. Each first runs `echo session-N` (its result is `c1` in that
-session's ledger), then 25 `bash` calls at once: 100 calls in all. Each call takes a slot (a
+Ten sessions start at once. Each first runs `echo session-N` (its result is `c1` in that
+session's ledger), then 10 `bash` calls at once: 100 calls in all. The calls of one session
+write the same workspace, so they run one after another (claims, issue 26): the server's limit is
+reached across sessions. Each call takes a slot (a
 folder under `slots/`), notes how many slots it saw, and waits for a `release` file. The script
 waits until the server's limit of calls is reached, checks that no more have started a second
 later, then releases them. Last, each session recalls its own `c1`: sessions do not share a
@@ -19,8 +21,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-SESSIONS = 4
-CALLS_PER_SESSION = 25
+SESSIONS = 10
+CALLS_PER_SESSION = 10
 GATED = (
     'd=$(mktemp -d slots/s.XXXXXX) && ls slots | wc -l >> counts && '
     "while [ ! -e release ]; do sleep 0.05; done; rmdir \"$d\"; echo done"
