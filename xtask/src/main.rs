@@ -278,7 +278,9 @@ fn global_tsserver() -> bool {
         .filter(|out| out.status.success())
         .is_some_and(|out| {
             let root = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-            Path::new(&root).join("typescript/lib/tsserver.js").is_file()
+            Path::new(&root)
+                .join("typescript/lib/tsserver.js")
+                .is_file()
         })
 }
 
@@ -296,14 +298,21 @@ fn ensure_language_servers() -> Result<(), String> {
     if !on_path("npm") && is_root() && on_path("apt-get") {
         println!("xtask: installing nodejs and npm with apt-get (for the language servers)");
         run("apt-get", &["update", "-qq"], &quiet)?;
-        run("apt-get", &["install", "-y", "-qq", "nodejs", "npm"], &quiet)?;
+        run(
+            "apt-get",
+            &["install", "-y", "-qq", "nodejs", "npm"],
+            &quiet,
+        )?;
     }
     if on_path("npm") {
         if !global_tsserver() {
             packages.push("typescript@5");
         }
         if !packages.is_empty() {
-            println!("xtask: installing {} with npm (not found)", packages.join(", "));
+            println!(
+                "xtask: installing {} with npm (not found)",
+                packages.join(", ")
+            );
             let mut args = vec!["install", "-g", "--no-fund", "--no-audit"];
             args.extend(&packages);
             run("npm", &args, &[])?;

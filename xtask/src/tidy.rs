@@ -12,8 +12,12 @@ const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-sandbox", "vak-tool-bro
 /// connections holds there too).
 const HTTP_CRATES: &[&str] = &["vak-guard", "vak-tool-net", "vak-tool-browse", "vak-mcp"];
 /// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
-const GUARDED_METHOD_CRATES: &[&str] =
-    &["vak-tool-bash", "vak-sandbox", "vak-tool-browse", "vak-guard"];
+const GUARDED_METHOD_CRATES: &[&str] = &[
+    "vak-tool-bash",
+    "vak-sandbox",
+    "vak-tool-browse",
+    "vak-guard",
+];
 /// Single files of other crates that may start processes (and allow the spawn methods of
 /// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, in
 /// `full-access` only (ARCHITECTURE.md, invariant 7).
