@@ -213,9 +213,11 @@ fn every_registered_tool_has_a_hunt() {
     let config = commitments_config();
     let fixture = Fixture::new(&config);
     let hunted = [
+        "apply_patch",
         "bash",
         "browse",
         "commitments",
+        "diagnostics",
         "edit",
         "glob",
         "grep",
@@ -249,6 +251,16 @@ fn hunt_read() {
 #[test]
 fn hunt_write() {
     hunt("write", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_apply_patch() {
+    hunt("apply_patch", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_diagnostics() {
+    hunt("diagnostics", &Config::default(), 32);
 }
 
 #[test]

@@ -421,6 +421,8 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
                 ..optional("tty", boolean())
             },
         ],
+        "apply_patch" => vec![required("patch", string(patch_text()))],
+        "diagnostics" => vec![optional("path", path(REAL_PATHS))],
         "jobs" => vec![
             required("action", string(one_of(&["list", "read", "write", "stop"]))),
             optional(
@@ -488,6 +490,35 @@ pub(super) fn strategy_for(tool: &str, fixture: &Fixture) -> Option<BoxedStrateg
         "edit" => prop_oneof![general, targeted_edit(fixture)].boxed(),
         _ => general,
     })
+}
+
+/// A patch for `apply_patch`: mostly well-formed ones on the fixture's real files (adds,
+/// deletes, updates with a snippet as context, moves, a heredoc wrapper), some noise.
+fn patch_text() -> BoxedStrategy<String> {
+    let formed = (
+        one_of(REAL_PATHS),
+        one_of(SNIPPETS),
+        weird_string(),
+        0..5_u8,
+    )
+        .prop_map(|(path, old, new, kind)| {
+            let old = old.lines().next().unwrap_or_default().to_owned();
+            let new = new.replace(['\n', '\r'], " ");
+            match kind {
+                0 => format!("*** Begin Patch\n*** Add File: {path}\n+{new}\n*** End Patch"),
+                1 => format!("*** Begin Patch\n*** Delete File: {path}\n*** End Patch"),
+                2 => format!(
+                    "*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n"
+                ),
+                3 => format!(
+                    "*** Begin Patch\n*** Update File: {path}\n*** Move to: {path}.moved\n@@\n {old}\n+{new}\n*** End of File\n*** End Patch"
+                ),
+                _ => format!(
+                    "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: {path}\n-{old}\n+{new}\n*** End Patch\nEOF"
+                ),
+            }
+        });
+    prop_oneof![4 => formed, 1 => weird_string()].boxed()
 }
 
 /// An edit whose `old_text` is a piece of a fixture file as it was first written (character
