@@ -1,4 +1,4 @@
-//! Serve a [`Registry`] of vak tools over the Model Context Protocol.
+//! Serve a [`Registry`](vak_tool_core::Registry) of vak tools over the Model Context Protocol.
 //!
 //! The server a runtime embeds to give its tools to any MCP client: the tools of the registry
 //! it is handed (the workspace's own, a third party's, or both), on standard input and output

@@ -1,11 +1,11 @@
-//! The session's network, tool side: one holder process per session (see [`super::holder`])
+//! The session's network, tool side: one holder process per session (see the `holder` module)
 //! whose user and network namespaces every sandboxed command of the session joins, so that a
 //! server a background job started answers a later command, and only that session sees it.
 //!
 //! The holder is started by the first sandboxed call of a session and lives in the session's
 //! state; it ends when the session does (its `Drop` kills it), or when the tool's process ends
 //! (its control socket closes). The guarded proxy of each call dials through a
-//! [`SessionDialer`]: a loopback destination (`localhost`, `127.0.0.0/8`, `::1`) is first
+//! `SessionDialer`: a loopback destination (`localhost`, `127.0.0.0/8`, `::1`) is first
 //! tried on the session's loopback through the holder, since that is where the session's own
 //! servers listen; what nobody there answers, and every other destination, goes to the SSRF
 //! guard, which refuses private addresses with its reason as before.

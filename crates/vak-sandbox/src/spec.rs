@@ -72,12 +72,12 @@ pub struct Spec {
     /// The program and its arguments: `SHELL -c COMMAND`.
     pub program: Vec<OsString>,
     /// The folders of the call's cgroup, which the run process joins before anything else
-    /// (the limits; see [`crate::limits`]).
+    /// (the limits; see the `limits` module).
     pub cgroups: Vec<PathBuf>,
     /// The call's limits; init sets them as rlimits when there is no cgroup.
     pub limits: Limits,
     /// `full-access`: none of the confinement, only the PID and mount namespaces that contain
-    /// the command's processes (see [`crate::contain`]).
+    /// the command's processes (see the `contain` module).
     pub full_access: bool,
     /// Whether the command may create Unix sockets (`[bash] unix_sockets = "allow"`); by
     /// default seccomp refuses `socket(AF_UNIX, …)`.

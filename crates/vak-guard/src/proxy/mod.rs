@@ -3,13 +3,13 @@
 //! command whose only reachable address is the proxy's listener.
 //!
 //! It speaks just enough HTTP/1.1 proxy: absolute-form requests (`GET http://host/path`) are
-//! checked, dialled and forwarded in origin form on a fresh connection ([`forward`]);
+//! checked, dialled and forwarded in origin form on a fresh connection (`forward`);
 //! `CONNECT host:port` (HTTPS, WebSockets) is dialled and then tunnelled byte for byte, so TLS
-//! stays end to end between the client and the site ([`tunnel`]). Every outbound connection
+//! stays end to end between the client and the site (`tunnel`). Every outbound connection
 //! goes through a [`Dialer`] (in production [`GuardDialer`]: the SSRF guard resolves the name
 //! itself, vets every address and connects to the vetted one), so the client never resolves a
 //! name nor opens a socket of its own. A refused request gets a `403` whose body carries the
-//! guard's reason, and is recorded in the [`Report`] ([`record`]).
+//! guard's reason, and is recorded in the [`Report`] (`record`).
 //!
 //! A caller that needs more than the report (`browse` follows the page's main document and
 //! answers refusals with an HTML page of its own) gives the proxy a [`Watch`]: it is told of
