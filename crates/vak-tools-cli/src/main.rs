@@ -203,19 +203,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             json,
             place,
         } => {
-            let (config, workspace) = load(&place)?;
-            let tools = registry(&config);
-            if tools.get(&tool).is_none() {
-                return Err(Usage(format!(
-                    "unknown tool `{tool}`; the tools are: {}",
-                    tools.names().join(", ")
-                )));
-            }
-            let args = read_args(args.as_deref())?;
-            let mut ctx = config.tool_context(&workspace)?;
-            if let Some(cwd) = cwd {
-                ctx = ctx.with_cwd(cwd)?;
-            }
+            let (tools, args, ctx) = prepare_call(&place, &tool, args.as_deref(), cwd)?;
             let output = call_until_interrupted(&tools, &tool, args, &ctx).await;
             if to_stdout(|out| print_output(out, &output, json))? == Printed::StdoutClosed {
                 return Ok(ExitCode::SUCCESS);
@@ -232,19 +220,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             cwd,
             place,
         } => {
-            let (config, workspace) = load(&place)?;
-            let tools = registry(&config);
-            if tools.get(&tool).is_none() {
-                return Err(Usage(format!(
-                    "unknown tool `{tool}`; the tools are: {}",
-                    tools.names().join(", ")
-                )));
-            }
-            let args = read_args(args.as_deref())?;
-            let mut ctx = config.tool_context(&workspace)?;
-            if let Some(cwd) = cwd {
-                ctx = ctx.with_cwd(cwd)?;
-            }
+            let (tools, args, ctx) = prepare_call(&place, &tool, args.as_deref(), cwd)?;
             let claims = tools.claims(&tool, &args, &ctx);
             let shown = claims_json(&tool, &claims, &ctx);
             to_stdout(|out| {
@@ -332,6 +308,30 @@ fn default_sandbox_helper(workspace: &Path) -> Option<PathBuf> {
     } else {
         PathBuf::from(vak_tools::bash::sandbox::RUNNING_PROGRAM)
     })
+}
+
+/// What `call` and `claims` share: the registry of the config, the tool checked to exist (a
+/// usage error naming the tools otherwise), the parsed arguments and the call's context.
+fn prepare_call(
+    place: &Place,
+    tool: &str,
+    args: Option<&str>,
+    cwd: Option<PathBuf>,
+) -> Result<(Registry, serde_json::Value, ToolContext), Usage> {
+    let (config, workspace) = load(place)?;
+    let tools = registry(&config);
+    if tools.get(tool).is_none() {
+        return Err(Usage(format!(
+            "unknown tool `{tool}`; the tools are: {}",
+            tools.names().join(", ")
+        )));
+    }
+    let args = read_args(args)?;
+    let mut ctx = config.tool_context(&workspace)?;
+    if let Some(cwd) = cwd {
+        ctx = ctx.with_cwd(cwd)?;
+    }
+    Ok((tools, args, ctx))
 }
 
 fn read_args(args: Option<&str>) -> Result<serde_json::Value, Usage> {
