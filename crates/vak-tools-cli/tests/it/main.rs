@@ -9,7 +9,10 @@ mod claims;
 mod cli;
 mod conformance;
 mod http;
+mod http_load;
 mod jobs;
+#[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
+mod load;
 mod mcp;
 mod procs;
 mod sandbox;
