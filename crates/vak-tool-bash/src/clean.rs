@@ -148,8 +148,8 @@ const SAMPLE_BYTES: usize = 8 * 1024;
 /// `Some(kind)` when captured output is binary data rather than text: in a sample of its start
 /// and end, more than 30% of the characters (and at least 64 of them) are bytes that are not
 /// UTF-8 or control characters other than tab, line feed, carriage return, backspace and escape
-/// (so NUL-separated lists such as `find -print0`, and coloured output, stay text). The kind comes from magic bytes where
-/// known.
+/// (so NUL-separated lists such as `find -print0`, and coloured output, stay text). The kind
+/// comes from magic bytes where known ([`vak_tool_core::magic`], the table `read` uses too).
 pub(crate) fn binary_output(head: &[u8], tail: &[u8]) -> Option<&'static str> {
     let head_sample = &head[..head.len().min(SAMPLE_BYTES)];
     let tail_sample = &tail[tail.len().saturating_sub(SAMPLE_BYTES)..];
@@ -169,25 +169,7 @@ pub(crate) fn binary_output(head: &[u8], tail: &[u8]) -> Option<&'static str> {
     if odd < 64 || odd * 10 <= chars * 3 {
         return None;
     }
-    const KINDS: &[(&[u8], &str)] = &[
-        (b"\x1f\x8b", "gzip data"),
-        (b"PK\x03\x04", "zip archive"),
-        (b"\x28\xb5\x2f\xfd", "zstd data"),
-        (b"\xfd7zXZ\x00", "xz data"),
-        (b"BZh", "bzip2 data"),
-        (b"\x89PNG\r\n\x1a\n", "PNG image"),
-        (b"\xff\xd8\xff", "JPEG image"),
-        (b"GIF8", "GIF image"),
-        (b"%PDF", "PDF document"),
-        (b"\x7fELF", "ELF executable"),
-        (b"SQLite format 3\x00", "SQLite database"),
-    ];
-    Some(
-        KINDS
-            .iter()
-            .find(|(magic, _)| head.starts_with(magic))
-            .map_or("unknown kind", |(_, kind)| *kind),
-    )
+    Some(vak_tool_core::magic::binary_kind(head).unwrap_or("unknown kind"))
 }
 
 #[cfg(test)]
@@ -241,6 +223,9 @@ mod tests {
         assert_eq!(binary_output(&random, &[]), Some("unknown kind"));
         let gzip = [b"\x1f\x8b\x08\x00".as_slice(), &random[..4000]].concat();
         assert_eq!(binary_output(&gzip, &[]), Some("gzip data"));
+        // Core's one table: the kinds `read` names, such as WebAssembly, bash names too.
+        let wasm = [b"\x00asm\x01\x00\x00\x00".as_slice(), &random[..4000]].concat();
+        assert_eq!(binary_output(&wasm, &[]), Some("WebAssembly module"));
         // Text, coloured text, NUL-separated names, non-ASCII text: not binary.
         for text in [
             b"plain text\n".repeat(100),

@@ -68,6 +68,7 @@ mod args;
 mod claims;
 mod context;
 mod dialect;
+pub mod magic;
 mod observer;
 mod output;
 mod path;

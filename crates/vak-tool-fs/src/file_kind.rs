@@ -302,40 +302,9 @@ pub(crate) fn open_text<'a>(
     ))
 }
 
-/// A name for well-known binary formats, from their magic bytes.
-pub(crate) fn binary_kind(start: &[u8]) -> Option<&'static str> {
-    const KINDS: &[(&[u8], &str)] = &[
-        (b"\x7fELF", "ELF executable"),
-        (b"PK\x03\x04", "zip archive"),
-        (b"%PDF", "PDF document"),
-        (b"\x1f\x8b", "gzip archive"),
-        (b"BZh", "bzip2 archive"),
-        (b"\xfd7zXZ\x00", "xz archive"),
-        (b"7z\xbc\xaf\x27\x1c", "7z archive"),
-        (b"\x28\xb5\x2f\xfd", "zstd archive"),
-        (b"SQLite format 3\x00", "SQLite database"),
-        (b"\xcf\xfa\xed\xfe", "Mach-O executable"),
-        (b"MZ", "Windows executable"),
-        (b"\x00asm", "WebAssembly module"),
-        (b"\x89PNG\r\n\x1a\n", "PNG image"),
-        (b"\xff\xd8\xff", "JPEG image"),
-        (b"GIF8", "GIF image"),
-        (b"II*\0", "TIFF image"),
-        (b"MM\0*", "TIFF image"),
-        (b"OggS", "Ogg media"),
-        (b"ID3", "MP3 audio"),
-        (b"\x1aE\xdf\xa3", "Matroska/WebM video"),
-        (b"\xff\xfe", "UTF-16 (little-endian) text"),
-        (b"\xfe\xff", "UTF-16 (big-endian) text"),
-    ];
-    if start.len() >= 262 && &start[257..262] == b"ustar" {
-        return Some("tar archive");
-    }
-    KINDS
-        .iter()
-        .find(|(magic, _)| start.starts_with(magic))
-        .map(|(_, kind)| *kind)
-}
+// A name for well-known binary formats, from their magic bytes: core's one table, which `bash`
+// uses for binary output too.
+pub(crate) use vak_tool_core::magic::binary_kind;
 
 /// An image format that `read` hands to the model as an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
