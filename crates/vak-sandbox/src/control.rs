@@ -185,6 +185,14 @@ impl Control {
         self.link = None;
     }
 
+    /// Sends `message` to the helper (the call of a helper started ahead of it).
+    pub async fn send(&mut self, message: &Message) -> std::io::Result<()> {
+        match self.link.as_mut() {
+            Some(link) => link.send(message).await,
+            None => Err(std::io::Error::other("the control socket is closed")),
+        }
+    }
+
     /// What the proxy refused so far, in the guarded network mode.
     pub fn report(&self) -> Option<Report> {
         self.proxy.as_ref().map(Proxy::report)

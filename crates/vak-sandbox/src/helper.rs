@@ -3,6 +3,8 @@
 //!
 //! - **run** ([`super::run`]): the outer process of one sandboxed command.
 //! - **init** ([`super::init`]): process 1 of the command's PID namespace.
+//! - **standby**, **standby-init**: the same two, started ahead of their call (see
+//!   [`super::standby`]); init waits for the call on the control socket.
 //! - **net** ([`super::holder`]): the session's network holder.
 //! - **probe** ([`super::probe`]): what this machine offers, for `vak-tools doctor`.
 
@@ -18,8 +20,12 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
     // the command's: only fds 0 (the control socket), 1 and 2 go on.
     close_inherited_descriptors();
     match Spec::parse(args) {
-        Ok((Role::Run, Some(spec))) => crate::run::run(&spec).unwrap_or_else(refuse),
-        Ok((Role::Init, Some(spec))) => crate::init::init(&spec).unwrap_or_else(refuse),
+        Ok((Role::Run, Some(spec))) => crate::run::run(&spec, Role::Init).unwrap_or_else(refuse),
+        Ok((Role::Init, Some(spec))) => crate::init::init(spec, false).unwrap_or_else(refuse),
+        Ok((Role::Standby, Some(spec))) => {
+            crate::run::run(&spec, Role::StandbyInit).unwrap_or_else(refuse)
+        }
+        Ok((Role::StandbyInit, Some(spec))) => crate::init::init(spec, true).unwrap_or_else(refuse),
         Ok((Role::Probe, _)) => crate::probe::main(),
         Ok((Role::Net, _)) => crate::holder::main().unwrap_or_else(refuse),
         Ok(_) => refuse("no sandbox specification".into()),

@@ -12,18 +12,18 @@
 //! Errors before the shell starts go to the tool as an `error` message: the call is refused,
 //! the command never runs unconfined.
 
+use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Command, ExitCode, Stdio};
 
 use rustix::process::{Signal, WaitId, WaitIdOptions, WaitOptions};
 
 use crate::plumbing::{Inbox, release_output, send};
-use crate::spec::{Message, Net, Spec, Stdin};
+use crate::spec::{Message, Net, Role, Spec, Stdin};
 use crate::{mounts, netlink, rules, seccomp};
 
 /// Waits for the tool to hand over the shell's standard input.
-fn receive_stdin() -> Result<OwnedFd, String> {
-    let mut inbox = Inbox::default();
+fn receive_stdin(inbox: &mut Inbox) -> Result<OwnedFd, String> {
     loop {
         match inbox.next()? {
             Some((Message::Stdin, Some(fd))) => return Ok(fd),
@@ -33,14 +33,52 @@ fn receive_stdin() -> Result<OwnedFd, String> {
     }
 }
 
-/// The init role: mounts, loopback, proxy listener, Landlock, the shell, reaping.
-pub(crate) fn init(spec: &Spec) -> Result<ExitCode, String> {
+/// A standby init's wait for its call: the [`Message::Start`] that carries the call's
+/// specification and environment. What the run process already did for the helper's own
+/// specification (the cgroup joined, the namespaces entered or joined, `full-access` or not)
+/// must be what the call asks, or nothing runs.
+fn receive_start(
+    inbox: &mut Inbox,
+    standby: &Spec,
+) -> Result<(Spec, Vec<(OsString, OsString)>), String> {
+    loop {
+        match inbox.next()? {
+            Some((Message::Start { args, env }, _)) => {
+                let call = match Spec::parse(&args)? {
+                    (Role::Init, Some(call)) => call,
+                    _ => return Err("the call's specification is not init's".into()),
+                };
+                if call.join != standby.join
+                    || call.cgroups != standby.cgroups
+                    || call.full_access != standby.full_access
+                {
+                    return Err("the call does not fit the helper started ahead of it".into());
+                }
+                return Ok((call, env));
+            }
+            Some(_) => {}
+            None => return Err("the tool closed the control socket before the call".into()),
+        }
+    }
+}
+
+/// The init role: mounts, loopback, proxy listener, Landlock, the shell, reaping. A standby
+/// init (`standby`) first waits for its call, whose specification replaces `spec` and whose
+/// environment is the shell's.
+pub(crate) fn init(spec: Spec, standby: bool) -> Result<ExitCode, String> {
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
         .map_err(|error| format!("parent-death signal: {error}"))?;
     rustix::process::setsid().map_err(|error| format!("new session: {error}"))?;
+    let mut inbox = Inbox::default();
+    let (spec, env) = if standby {
+        let (call, env) = receive_start(&mut inbox, &spec)?;
+        (call, Some(env))
+    } else {
+        (spec, None)
+    };
     let stdin = match spec.stdin {
         Stdin::Null => None,
-        Stdin::Pipe | Stdin::Tty => Some(receive_stdin()?),
+        Stdin::Pipe | Stdin::Tty => Some(receive_stdin(&mut inbox)?),
     };
     if let (Stdin::Tty, Some(terminal)) = (spec.stdin, &stdin) {
         rustix::process::ioctl_tiocsctty(terminal)
@@ -77,6 +115,9 @@ pub(crate) fn init(spec: &Spec) -> Result<ExitCode, String> {
     )]
     let mut shell = Command::new(program);
     shell.args(args).current_dir(&spec.cwd);
+    if let Some(env) = env {
+        shell.env_clear().envs(env);
+    }
     match (spec.stdin, stdin) {
         (Stdin::Tty, Some(terminal)) => {
             let clone = |fd: &OwnedFd| {

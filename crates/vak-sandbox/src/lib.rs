@@ -29,6 +29,7 @@ mod rules;
 mod run;
 mod seccomp;
 mod spec;
+mod standby;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ pub use control::{Control, ShellEnd};
 pub use discover::{RUNNING_PROGRAM, find_helper, find_helper_outside};
 pub use limits::{Cgroup, Hit, Limits, rlimit_note};
 pub use spec::{HELPER_ARG, Message, Net, Role, Spec, Stdin};
+pub use standby::Standby;
 
 /// Why a sandboxed call cannot run: the mode and the reason, said so that the model knows
 /// nothing ran and what the person running the agent can do.

@@ -56,8 +56,10 @@ fn join(pid: i32, start: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The run role: namespaces, init, then watch both until one ends.
-pub(crate) fn run(spec: &Spec) -> Result<ExitCode, String> {
+/// The run role: namespaces, init (in the role `init`, [`Role::Init`] or, for a helper started
+/// ahead of its call, [`Role::StandbyInit`]), then watch both until one ends.
+pub(crate) fn run(spec: &Spec, init: Role) -> Result<ExitCode, String> {
+    let init_role = init;
     crate::limits::join(&spec.cgroups)?;
     match spec.join {
         _ if spec.full_access => crate::contain::enter()?,
@@ -73,7 +75,7 @@ pub(crate) fn run(spec: &Spec) -> Result<ExitCode, String> {
     )]
     let mut init = Command::new(exe);
     let mut init = init
-        .args(spec.to_args(Role::Init))
+        .args(spec.to_args(init_role))
         .stdin(Stdio::inherit())
         .spawn()
         .map_err(|error| format!("starting init ({}): {error}", exe.display()))?;

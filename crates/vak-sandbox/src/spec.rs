@@ -9,8 +9,9 @@
 //!
 //! Messages go both ways on the control socket, one line each, a descriptor attached to some:
 //! the helper reports (`init`, `proxy`, `exit`, `signal`, `error`; the holder `ready`,
-//! `dialed`, `nodial`), the tool hands over the shell's standard input (`stdin`) and asks the
-//! holder to connect on the session's loopback (`dial`).
+//! `dialed`, `nodial`), the tool hands over the shell's standard input (`stdin`), asks the
+//! holder to connect on the session's loopback (`dial`), and gives a helper started ahead of
+//! its call (`standby`) the call to run (`start`).
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -96,6 +97,12 @@ pub enum Role {
     /// The session's network holder: makes the user and network namespaces that the session's
     /// commands join, and connects on their loopback for the proxy.
     Net,
+    /// A run process started ahead of its call (see the `standby` module): as [`Role::Run`],
+    /// but its init waits for the call's [`Message::Start`] before anything else.
+    Standby,
+    /// The init of a standby helper: waits for [`Message::Start`], then is [`Role::Init`] with
+    /// the specification and environment it carries.
+    StandbyInit,
 }
 
 impl Role {
@@ -105,6 +112,8 @@ impl Role {
             Role::Init => "init",
             Role::Probe => "probe",
             Role::Net => "net",
+            Role::Standby => "standby",
+            Role::StandbyInit => "standby-init",
         }
     }
 }
@@ -173,6 +182,8 @@ impl Spec {
             Some("init") => Role::Init,
             Some("probe") => return Ok((Role::Probe, None)),
             Some("net") => return Ok((Role::Net, None)),
+            Some("standby") => Role::Standby,
+            Some("standby-init") => Role::StandbyInit,
             other => return Err(format!("unknown role {other:?}")),
         };
         let mut spec = Spec {
@@ -279,6 +290,75 @@ pub enum Message {
     Dialed,
     /// Holder to tool: the connection failed, for this reason.
     NoDial(String),
+    /// Tool to a standby helper's init: the call to run, as init's arguments (those of
+    /// [`Spec::to_args`] for [`Role::Init`]) and the shell's whole environment. Sent hex-encoded,
+    /// so that any byte of a command or a variable fits on the message's line.
+    Start {
+        /// Init's arguments, [`HELPER_ARG`] first.
+        args: Vec<OsString>,
+        /// The shell's environment, nothing else added but the proxy's variables.
+        env: Vec<(OsString, OsString)>,
+    },
+}
+
+/// `bytes` as lower-case hexadecimal digits.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    text
+}
+
+/// The bytes of `hex`'s digits; `None` when it is not hexadecimal.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    let digits = text.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    let value = |digit: u8| {
+        char::from(digit)
+            .to_digit(16)
+            .and_then(|v| u8::try_from(v).ok())
+    };
+    digits
+        .chunks(2)
+        .map(|pair| Some(value(pair[0])? << 4 | value(pair[1])?))
+        .collect()
+}
+
+/// `items` joined by NUL bytes (which no argument or variable holds), hex-encoded; `-` for
+/// none (a line's trailing space may be trimmed).
+fn encode_list<'a>(items: impl Iterator<Item = &'a OsStr>) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut bytes = Vec::new();
+    for (index, item) in items.enumerate() {
+        if index > 0 {
+            bytes.push(0);
+        }
+        bytes.extend_from_slice(item.as_bytes());
+    }
+    if bytes.is_empty() {
+        return "-".to_owned();
+    }
+    hex(&bytes)
+}
+
+/// The items of [`encode_list`]'s text (none for an empty text).
+fn decode_list(text: &str) -> Option<Vec<OsString>> {
+    use std::os::unix::ffi::OsStringExt as _;
+    if text == "-" {
+        return Some(Vec::new());
+    }
+    let bytes = unhex(text)?;
+    Some(
+        bytes
+            .split(|&byte| byte == 0)
+            .map(|item| OsString::from_vec(item.to_vec()))
+            .collect(),
+    )
 }
 
 impl Message {
@@ -302,6 +382,22 @@ impl Message {
             Message::Dial(ip, port) => format!("dial {ip} {port}\n"),
             Message::Dialed => "dialed -\n".to_owned(),
             Message::NoDial(text) => format!("nodial {}\n", text.replace('\n', " ")),
+            Message::Start { args, env } => {
+                let pairs: Vec<OsString> = env
+                    .iter()
+                    .map(|(name, value)| {
+                        let mut pair = name.clone();
+                        pair.push("=");
+                        pair.push(value);
+                        pair
+                    })
+                    .collect();
+                format!(
+                    "start {} {}\n",
+                    encode_list(args.iter().map(OsString::as_os_str)),
+                    encode_list(pairs.iter().map(OsString::as_os_str))
+                )
+            }
         }
     }
 
@@ -323,6 +419,25 @@ impl Message {
             }
             "dialed" => Message::Dialed,
             "nodial" => Message::NoDial(rest.to_owned()),
+            "start" => {
+                use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+                let (args, env) = rest.split_once(' ')?;
+                let env = decode_list(env)?
+                    .into_iter()
+                    .map(|pair| {
+                        let bytes = pair.as_bytes();
+                        let at = bytes.iter().position(|&byte| byte == b'=')?;
+                        Some((
+                            OsString::from_vec(bytes[..at].to_vec()),
+                            OsString::from_vec(bytes[at + 1..].to_vec()),
+                        ))
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Message::Start {
+                    args: decode_list(args)?,
+                    env,
+                }
+            }
             _ => return None,
         })
     }
@@ -354,7 +469,7 @@ mod tests {
             full_access: true,
             unix_sockets: true,
         };
-        for role in [Role::Run, Role::Init] {
+        for role in [Role::Run, Role::Init, Role::Standby, Role::StandbyInit] {
             let args = spec.to_args(role);
             assert_eq!(Spec::parse(&args).unwrap(), (role, Some(spec.clone())));
         }
@@ -406,11 +521,35 @@ mod tests {
             Message::Dial("::1".parse().unwrap(), 443),
             Message::Dialed,
             Message::NoDial("Connection refused (os error 111)".into()),
+            Message::Start {
+                args: vec![
+                    HELPER_ARG.into(),
+                    "init".into(),
+                    "--".into(),
+                    "a b\nc\u{e9}".into(),
+                ],
+                env: vec![
+                    ("A".into(), "x=y z\n".into()),
+                    ("EMPTY".into(), OsString::new()),
+                    (
+                        std::os::unix::ffi::OsStringExt::from_vec(vec![b'N', 0xff]),
+                        std::os::unix::ffi::OsStringExt::from_vec(vec![0xfe, b' ']),
+                    ),
+                ],
+            },
+            Message::Start {
+                args: vec![HELPER_ARG.into()],
+                env: Vec::new(),
+            },
         ] {
             let line = message.encode();
             assert_eq!(line.matches('\n').count(), 1);
             assert_eq!(Message::decode(line.trim_end()), Some(message));
         }
         assert_eq!(Message::decode("nonsense"), None);
+        assert_eq!(Message::decode("start 0g 00"), None);
+        assert_eq!(Message::decode("start 616 00"), None);
+        // A variable without `=`.
+        assert_eq!(Message::decode("start 61 41"), None);
     }
 }

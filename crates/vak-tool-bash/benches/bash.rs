@@ -163,9 +163,33 @@ mod spawn {
     )]
     fn tool_true(bencher: divan::Bencher<'_, '_>, sandbox: Sandbox) {
         let fixture = sandboxed_fixture(sandbox);
-        // A machine without the sandbox's kernel features refuses the call: fail loudly.
+        // A machine without the sandbox's kernel features refuses the call: fail loudly. The
+        // second call starts the session's standby: every measured call finds a helper started
+        // ahead of it (during the call before, which ended a moment ago).
+        fixture.call("true");
         fixture.call("true");
         bencher.bench_local(|| fixture.call("true"));
+    }
+
+    /// As `tool_true`, with a pause of 20 ms before each call (not measured), as a model takes
+    /// between two calls: the helper started ahead of the call is ready when it comes.
+    #[divan::bench(
+        sample_count = 200,
+        sample_size = 1,
+        args = [
+            Sandbox::FullAccessDirect,
+            Sandbox::FullAccess,
+            Sandbox::WorkspaceGuarded,
+            Sandbox::ReadOnlyGuarded,
+        ],
+    )]
+    fn tool_true_after_a_pause(bencher: divan::Bencher<'_, '_>, sandbox: Sandbox) {
+        let fixture = sandboxed_fixture(sandbox);
+        fixture.call("true");
+        fixture.call("true");
+        bencher
+            .with_inputs(|| std::thread::sleep(std::time::Duration::from_millis(20)))
+            .bench_local_values(|()| fixture.call("true"));
     }
 }
 

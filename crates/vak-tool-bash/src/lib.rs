@@ -162,6 +162,7 @@ mod run;
 pub mod sandbox;
 mod settings;
 mod spawn;
+mod standby;
 mod start;
 mod stop;
 mod streams;

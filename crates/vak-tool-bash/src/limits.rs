@@ -30,12 +30,37 @@ impl Limited {
         if !limits.any() {
             return Self::default();
         }
-        plan.spec.limits = limits;
+        Self::prepare(settings, plan);
         let cgroup = Cgroup::create(limits, call_id).ok();
         if let Some(cgroup) = &cgroup {
             plan.spec.cgroups = cgroup.folders();
         }
         Self { limits, cgroup }
+    }
+
+    /// Writes `settings`' limits into `plan` (what init sets as rlimits when there is no
+    /// cgroup, and what a helper started ahead must have been started with).
+    pub(crate) fn prepare(settings: &BashSettings, plan: &mut Plan) {
+        let limits = limits(settings);
+        if limits.any() {
+            plan.spec.limits = limits;
+        }
+    }
+
+    /// The limits of a command run by a helper started ahead of it, in the `cgroup` made then.
+    pub(crate) fn standing(settings: &BashSettings, cgroup: Option<Cgroup>) -> Self {
+        Self {
+            limits: limits(settings),
+            cgroup,
+        }
+    }
+
+    /// Removes the command's cgroup on a blocking thread, off the call's path (two `rmdir`s
+    /// in the cgroup hierarchies take about half a millisecond).
+    pub(crate) fn release(self) {
+        if self.cgroup.is_some() {
+            drop(tokio::task::spawn_blocking(move || drop(self)));
+        }
     }
 
     /// The notes for a finished command: each limit it hit, and why; with rlimits, a guess

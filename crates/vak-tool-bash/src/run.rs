@@ -131,6 +131,7 @@ pub(crate) async fn run(
         .unwrap_or_default();
     notes.extend(limited.notes(failed, &[&clean(&stderr.head), &clean(&stderr.tail)]));
     notes.extend(env_note);
+    limited.release();
     render(&Outcome {
         ending: Ending {
             status,

@@ -132,10 +132,9 @@ fn ends(input: Input) -> Result<Ends, BashError> {
     })
 }
 
-/// Starts the shell: directly in a new session, or through the sandbox helper.
-pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
-    check_shell(launch.shell)?;
-    let ends = ends(launch.input)?;
+/// The shell's whole environment for `launch`: `[bash] env`'s and the non-interactive set,
+/// then `TMPDIR` and the call's id (which nothing overrides); and what the policy withheld.
+pub(crate) fn shell_env(launch: &Launch<'_>) -> Filtered {
     let terminal = launch.input == Input::Tty;
     let mut environment = command_env(launch.policy, launch.env, terminal);
     let inherited = launch
@@ -145,6 +144,32 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
         .find(|(key, _)| key == CALL_ID_VAR)
         .map(|(_, value)| value.as_os_str());
     let call_id = call_id_chain(inherited, launch.call_id);
+    environment
+        .env
+        .push(("TMPDIR".into(), launch.tmpdir.as_os_str().to_os_string()));
+    environment.env.push((CALL_ID_VAR.into(), call_id));
+    environment
+}
+
+/// What is checked before a shell is started: that it exists and runs, and that the call's
+/// folder exists (a helper started ahead of the call is already running, so its spawn cannot
+/// say so).
+pub(crate) fn check(launch: &Launch<'_>) -> Result<(), BashError> {
+    check_shell(launch.shell)?;
+    if !launch.cwd.is_dir() {
+        return Err(BashError::CwdMissing {
+            path: launch.cwd.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Starts the shell: directly in a new session, or through the sandbox helper.
+pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
+    check_shell(launch.shell)?;
+    let ends = ends(launch.input)?;
+    let terminal = launch.input == Input::Tty;
+    let mut environment = shell_env(&launch);
     let spawn_failed = |source| BashError::Spawn {
         shell: launch.shell.to_path_buf(),
         source,
@@ -213,9 +238,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
         .current_dir(launch.cwd)
         .kill_on_drop(true)
         .env_clear()
-        .envs(std::mem::take(&mut environment.env))
-        .env("TMPDIR", launch.tmpdir)
-        .env(CALL_ID_VAR, call_id);
+        .envs(std::mem::take(&mut environment.env));
     let mut child = command.spawn().map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound && !launch.cwd.is_dir() {
             BashError::CwdMissing {

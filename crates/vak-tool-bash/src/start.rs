@@ -8,11 +8,13 @@ use std::time::Duration;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use vak_tool_core::{PermissionMode, ToolContext};
 
+use crate::env::Filtered;
 use crate::error::BashError;
 use crate::limits::Limited;
 use crate::process_tree::Tree;
 use crate::settings::BashSettings;
-use crate::spawn::{Input, Launch, Sandboxed, new_call_id, spawn};
+use crate::spawn::{Input, Launch, Sandboxed, new_call_id, shell_env, spawn};
+use crate::standby::Next;
 use vak_sandbox::net_holder::SessionNet;
 use vak_sandbox::{Control, Plan, Policy, Stdin, control};
 
@@ -78,6 +80,7 @@ pub(crate) async fn start(
     }
     let call_id = new_call_id();
     let mut limited = Limited::default();
+    let mut standby = None;
     if let Some(plan) = plan.as_mut() {
         if !plan.spec.full_access {
             let holder = ctx
@@ -88,12 +91,51 @@ pub(crate) async fn start(
                 .map_err(|reason| plan.refusal(&reason))?;
             plan.join(&holder);
         }
-        limited = Limited::apply(settings, plan, &call_id);
+        if input == Input::Null {
+            // A helper started ahead of this call, when the session has one that fits.
+            Limited::prepare(settings, plan);
+            standby = ctx.session().state::<Next>().take(plan).await;
+        }
         plan.spec.stdin = match input {
             Input::Null => Stdin::Null,
             Input::Pipe => Stdin::Pipe,
             Input::Tty => Stdin::Tty,
         };
+    }
+    let launch = Launch {
+        shell: &settings.shell,
+        command: &request.command,
+        cwd: &request.cwd,
+        env: ctx.env(),
+        policy: &settings.env,
+        tmpdir: &tmpdir,
+        call_id: &call_id,
+        input,
+        sandbox: None,
+    };
+    if let (Some(standby), Some(plan)) = (standby, plan.as_mut()) {
+        crate::spawn::check(&launch).map_err(|error| error.to_string())?;
+        let environment = shell_env(&launch);
+        match standby.begin(plan, environment.env.clone()).await {
+            Ok((mut child, control, cgroup)) => {
+                let limited = Limited::standing(settings, cgroup);
+                let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+                return Ok(Started {
+                    tree: Tree::new(child, call_id, Some(control)),
+                    stdin: None,
+                    stdout,
+                    stderr,
+                    env_note: env_note(&environment, ctx),
+                    plan: Some(plan.clone()),
+                    limited,
+                });
+            }
+            // It died meanwhile: start this call's helper as if there had been none.
+            Err(_) => plan.spec.cgroups.clear(),
+        }
+    }
+    if let Some(plan) = plan.as_mut() {
+        limited = Limited::apply(settings, plan, &call_id);
     }
     let sockets = plan
         .as_ref()
@@ -110,18 +152,7 @@ pub(crate) async fn start(
         }),
         _ => None,
     };
-    let spawned = spawn(Launch {
-        shell: &settings.shell,
-        command: &request.command,
-        cwd: &request.cwd,
-        env: ctx.env(),
-        policy: &settings.env,
-        tmpdir: &tmpdir,
-        call_id: &call_id,
-        input,
-        sandbox,
-    })
-    .map_err(|error| error.to_string())?;
+    let spawned = spawn(Launch { sandbox, ..launch }).map_err(|error| error.to_string())?;
     let control = ours
         .map(|ours| Control::new(ours, plan.as_ref().and_then(Plan::dialer)))
         .transpose()
@@ -131,13 +162,18 @@ pub(crate) async fn start(
         stdin: spawned.stdin,
         stdout: spawned.stdout,
         stderr: spawned.stderr,
+        env_note: env_note(&spawned.environment, ctx),
         plan,
-        env_note: spawned.environment.note().filter(|_| {
-            !ctx.session()
-                .state::<EnvNoted>()
-                .0
-                .swap(true, std::sync::atomic::Ordering::Relaxed)
-        }),
         limited,
+    })
+}
+
+/// What the environment policy withheld, on the session's first call only.
+fn env_note(environment: &Filtered, ctx: &ToolContext) -> Option<String> {
+    environment.note().filter(|_| {
+        !ctx.session()
+            .state::<EnvNoted>()
+            .0
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
     })
 }

@@ -1,6 +1,6 @@
 //! Running one command in the sandbox through the helper binary, synchronously.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,6 +25,9 @@ pub(crate) struct Setup {
     pub(crate) scratch: TempDir,
     pub(crate) host: TempDir,
     pub(crate) unix_sockets: bool,
+    /// Whether the helper is started ahead of the command, as a session's standby, and
+    /// handed the command afterwards (`standby`, then a `start` message).
+    pub(crate) standby: bool,
 }
 
 /// What a command did: its exit code (or why the sandbox refused), stdout and stderr.
@@ -62,6 +65,15 @@ impl Setup {
             scratch: tempfile::tempdir().unwrap(),
             host: tempfile::tempdir().unwrap(),
             unix_sockets: false,
+            standby: false,
+        }
+    }
+
+    /// As [`Setup::new`], with the helper started ahead of the command.
+    pub(crate) fn standby(mode: Mode) -> Self {
+        Self {
+            standby: true,
+            ..Self::new(mode)
         }
     }
 
@@ -102,17 +114,40 @@ impl Setup {
         let spec = self.spec(command);
         let (ours, theirs) = UnixStream::pair().unwrap();
         let script = format!("{wrap}\nexec \"$0\" \"$@\"");
-        let child = Command::new("/bin/bash")
+        let args = if self.standby {
+            // What the tool's standby is started with: no command, no environment.
+            let mut ahead = spec.clone();
+            ahead.program.truncate(1);
+            ahead.to_args(Role::Standby)
+        } else {
+            spec.to_args(Role::Run)
+        };
+        let mut helper = Command::new("/bin/bash");
+        helper
             .arg("-c")
             .arg(script)
             .arg(HELPER)
-            .args(spec.to_args(Role::Run))
+            .args(args)
             .env("TMPDIR", real(self.scratch.path()))
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        if self.standby {
+            helper.env_clear();
+        }
+        let child = helper.spawn().unwrap();
+        if self.standby {
+            // A moment later, the command: init's arguments and the whole environment.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+                std::env::vars_os().collect();
+            env.push(("TMPDIR".into(), real(self.scratch.path()).into()));
+            let start = Message::Start {
+                args: spec.to_args(Role::Init),
+                env,
+            };
+            (&ours).write_all(start.encode().as_bytes()).unwrap();
+        }
         let mut end = None;
         for line in BufReader::new(&ours).lines() {
             let Ok(line) = line else { break };
@@ -145,7 +180,8 @@ pub(crate) fn host(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// One test per mode for a route: `both_modes!(name, |setup| { … })`.
+/// One test per mode for a route, and one per mode through a helper started ahead of the
+/// command: `both_modes!(name, |setup| { … })`.
 macro_rules! both_modes {
     ($name:ident, $body:expr) => {
         mod $name {
@@ -161,6 +197,19 @@ macro_rules! both_modes {
             fn workspace_write() {
                 let body: fn(Setup) = $body;
                 body(Setup::new(Mode::WorkspaceWrite));
+            }
+
+            /// Through a helper started ahead of the command (a session's standby).
+            #[test]
+            fn read_only_standby() {
+                let body: fn(Setup) = $body;
+                body(Setup::standby(Mode::ReadOnly));
+            }
+
+            #[test]
+            fn workspace_write_standby() {
+                let body: fn(Setup) = $body;
+                body(Setup::standby(Mode::WorkspaceWrite));
             }
         }
     };

@@ -15,3 +15,4 @@ mod limits;
 mod output;
 mod sandbox;
 mod spawn;
+mod standby;
