@@ -172,6 +172,16 @@ impl Server {
         }
     }
 
+    /// Ends this session (an HTTP session's server): its calls are cancelled and its state
+    /// (background jobs, the ledger) cleared.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "used by the HTTP transport")
+    )]
+    pub(crate) fn end_session(&self) {
+        self.inner.shutdown.cancel();
+    }
+
     /// Takes a `tools/call` in the order calls arrive, before it is handed on to run: its
     /// [claims](vak_tool_core::Claims) join the session's queue, so that it waits for the
     /// earlier calls it conflicts with (an edit of a file before a read of it) and for no other.

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 /// ledger_bytes = 268435456    # results kept whole for `recall`, per session
 /// max_body_bytes = 4194304    # largest request body read over HTTP
 /// max_calls = 16              # tool calls running at once over HTTP, across sessions
+/// max_sessions = 128          # HTTP sessions open at once; a new one past it gets 503
+/// session_idle_ms = 1800000   # an HTTP session silent this long is ended (30 min)
+/// allowed_origins = ["https://agent.example.com"]  # browser origins a non-loopback server takes
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -23,6 +26,18 @@ pub struct McpSettings {
     /// `mcp --http`: the tool calls that run at once across all sessions; more wait their turn
     /// (16).
     pub max_calls: usize,
+    /// `mcp --http`: the sessions open at once; past it an `initialize` (a new session) is
+    /// refused with 503 and a `Retry-After`, and the sessions already open go on (128).
+    pub max_sessions: usize,
+    /// `mcp --http`: a session that sent no request and had no call running for this long is
+    /// ended: its calls cancelled, its background jobs killed, its ledger freed; a later request
+    /// naming it gets 404 and the client opens a new one (1,800,000 ms: 30 min).
+    pub session_idle_ms: u64,
+    /// `mcp --http`: the browser origins (`https://app.example.com`, scheme, host and port as
+    /// the `Origin` header spells them) whose requests are served; a request with any other
+    /// `Origin` is refused with 403. A loopback server also takes loopback origins. Empty by
+    /// default: no web page may drive the tools.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for McpSettings {
@@ -31,6 +46,35 @@ impl Default for McpSettings {
             ledger_bytes: 256 * 1024 * 1024,
             max_body_bytes: 4 * 1024 * 1024,
             max_calls: 16,
+            max_sessions: 128,
+            session_idle_ms: 30 * 60 * 1000,
+            allowed_origins: Vec::new(),
         }
+    }
+}
+
+impl McpSettings {
+    /// [`McpSettings::session_idle_ms`] as a duration (at least a millisecond).
+    pub fn session_idle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.session_idle_ms.max(1))
+    }
+
+    /// The HTTP server's bounds in one line, for `vak-tools doctor`.
+    pub fn doctor(&self) -> String {
+        let origins = if self.allowed_origins.is_empty() {
+            "none besides loopback ones on a loopback server".to_owned()
+        } else {
+            self.allowed_origins.join(", ")
+        };
+        format!(
+            "mcp --http: at most {} sessions open (503 past it), a session idle {} ms is ended, \
+             {} tool calls at once, request bodies up to {} bytes, {} bytes of results kept per \
+             session for recall; browser origins allowed: {origins}\n",
+            self.max_sessions.max(1),
+            self.session_idle_ms.max(1),
+            self.max_calls.max(1),
+            self.max_body_bytes,
+            self.ledger_bytes,
+        )
     }
 }

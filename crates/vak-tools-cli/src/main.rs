@@ -241,6 +241,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
                 .map(|(key, value)| (key.as_os_str(), value.as_os_str()))
                 .collect();
             report.push_str(&vak_tools::browse::doctor(&config.browse, &env_refs));
+            // The bounds of `mcp --http` (sessions, idle time, calls, origins).
+            report.push_str(&config.mcp.doctor());
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -37,6 +37,29 @@ pub fn read_token(file: Option<&Path>) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(token.as_bytes().to_vec()))
 }
 
+/// Whether a request from a page of `origin` is served: one of `allowed` (`[mcp]
+/// allowed_origins`), or a loopback origin when the server listens on loopback.
+pub(crate) fn origin_allowed(origin: &str, loopback: bool, allowed: &[String]) -> bool {
+    let origin = normal_origin(origin);
+    allowed
+        .iter()
+        .any(|listed| normal_origin(listed) == origin && origin != "null")
+        || (loopback && is_loopback_origin(&origin))
+}
+
+/// An origin as compared: lower case, without a trailing `/` or the scheme's default port.
+fn normal_origin(origin: &str) -> String {
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    for (scheme, port) in [("https://", ":443"), ("http://", ":80")] {
+        if origin.starts_with(scheme)
+            && let Some(bare) = origin.strip_suffix(port)
+        {
+            return bare.to_owned();
+        }
+    }
+    origin
+}
+
 /// `http(s)://localhost`, `127.0.0.1`, `[::1]` (any port).
 pub(crate) fn is_loopback_origin(origin: &str) -> bool {
     let Some(rest) = origin
@@ -123,6 +146,39 @@ mod tests {
         ] {
             assert!(!is_loopback_origin(origin), "{origin}");
         }
+    }
+
+    #[test]
+    fn listed_origins_are_served_anywhere_loopback_ones_on_loopback_only() {
+        let allowed = vec![
+            "https://agent.example.com".to_owned(),
+            "http://10.0.0.5:3000/".to_owned(),
+        ];
+        for origin in [
+            "https://agent.example.com",
+            "https://Agent.Example.com:443",
+            "https://agent.example.com/",
+            "http://10.0.0.5:3000",
+        ] {
+            assert!(origin_allowed(origin, false, &allowed), "{origin}");
+            assert!(origin_allowed(origin, true, &allowed), "{origin}");
+        }
+        for origin in [
+            "http://agent.example.com",
+            "https://agent.example.com:8443",
+            "https://agent.example.com.evil.example",
+            "http://10.0.0.5",
+            "null",
+            "http://localhost:5173",
+        ] {
+            assert!(!origin_allowed(origin, false, &allowed), "{origin}");
+        }
+        // A loopback page: on a loopback server only, listed or not.
+        assert!(origin_allowed("http://localhost:5173", true, &[]));
+        assert!(!origin_allowed("http://localhost:5173", false, &[]));
+        assert!(!origin_allowed("https://agent.example.com", true, &[]));
+        // "null" (a sandboxed frame, a file) is never served, even listed.
+        assert!(!origin_allowed("null", false, &["null".to_owned()]));
     }
 
     #[test]

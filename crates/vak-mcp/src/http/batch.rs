@@ -1,12 +1,21 @@
 //! JSON-RPC batches over HTTP (protocol 2025-03-26 and older), which rmcp does not serve: each
 //! message goes to rmcp as a POST of its own and the replies come back as one array.
+//!
+//! What a member's call streams before its reply (progress notifications, a question to the
+//! person) is relayed: as the 2025-03-26 specification allows for a POST holding requests, the
+//! answer is then an event stream carrying those messages as they come and, last, the batch's
+//! replies as one array. A batch whose calls stream nothing is answered with plain JSON.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
+use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
+use hyper::body::{Body as HttpBody, Frame};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::{Body, Front, json, respond};
 use crate::gate::{self, error_reply};
@@ -20,10 +29,7 @@ async fn reply_in(response: Response<Body>, id: Value) -> Value {
         Err(never) => match never {},
     };
     let text = String::from_utf8_lossy(&body);
-    let is_reply = |message: &Value| {
-        message.get("id") == Some(&id)
-            && (message.get("result").is_some() || message.get("error").is_some())
-    };
+    let is_reply = |message: &Value| is_reply(message, &id);
     if let Ok(message) = serde_json::from_str::<Value>(&text)
         && is_reply(&message)
     {
@@ -42,12 +48,166 @@ async fn reply_in(response: Response<Body>, id: Value) -> Value {
         })
 }
 
+/// What a member of a batch heard from rmcp.
+enum Heard {
+    /// A message streamed before the reply (a progress notification, a request to the client).
+    Message(Value),
+    /// The reply to the member's request.
+    Reply(Value),
+}
+
+/// Relays rmcp's answer to member request `id`: each message its event stream carries before
+/// the reply, then the reply (an error reply that says what came instead when there is none).
+async fn relay(response: Response<Body>, id: Value, heard: &mpsc::Sender<Heard>) {
+    let is_stream = response.status() == StatusCode::OK
+        && response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/event-stream"));
+    if !is_stream {
+        let _ = heard.send(Heard::Reply(reply_in(response, id).await)).await;
+        return;
+    }
+    let mut body = response.into_body();
+    let mut read = Vec::new();
+    loop {
+        while let Some(event) = next_event(&mut read) {
+            let Some(message) = event_message(&event) else {
+                continue;
+            };
+            if is_reply(&message, &id) {
+                let _ = heard.send(Heard::Reply(message)).await;
+                return;
+            }
+            if heard.send(Heard::Message(message)).await.is_err() {
+                return;
+            }
+        }
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    // Events end with a blank line, whatever the line ends.
+                    read.extend(data.iter().filter(|byte| **byte != b'\r'));
+                }
+            }
+            Some(Err(never)) => match never {},
+            None => break,
+        }
+    }
+    let reply = error_reply(
+        Some(id),
+        gate::INVALID_REQUEST,
+        "the server's event stream for this request ended without its reply",
+    );
+    let _ = heard.send(Heard::Reply(reply)).await;
+}
+
+fn is_reply(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id)
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// Takes the first whole event (up to a blank line) out of `read`.
+fn next_event(read: &mut Vec<u8>) -> Option<String> {
+    let end = read.windows(2).position(|pair| pair == b"\n\n")?;
+    let event: Vec<u8> = read.drain(..end + 2).collect();
+    Some(String::from_utf8_lossy(&event).into_owned())
+}
+
+/// The JSON-RPC message an event carries in its `data:` lines; `None` for comments, priming
+/// and `retry:` events.
+fn event_message(event: &str) -> Option<Value> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .collect();
+    let data = data.join("\n");
+    if data.trim().is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data).ok()
+}
+
+/// Whether the request's `Accept` takes `text/event-stream`.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|item| item.split(';').next().unwrap_or_default().trim())
+        .any(|kind| kind.eq_ignore_ascii_case("text/event-stream") || kind == "*/*")
+}
+
+/// One server-sent event carrying `message`.
+fn event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+/// The answer to a batch once a member streamed `first`: an event stream of `first`, of what
+/// the members stream next, and last of every reply (`replies`, those heard later) as one array.
+fn streamed(
+    first: Value,
+    mut replies: Vec<Value>,
+    mut hearing: mpsc::Receiver<Heard>,
+) -> Response<Body> {
+    let (events, sent) = mpsc::channel(16);
+    tokio::spawn(async move {
+        if events.send(event(&first)).await.is_err() {
+            return;
+        }
+        while let Some(member) = hearing.recv().await {
+            match member {
+                Heard::Message(message) => {
+                    if events.send(event(&message)).await.is_err() {
+                        // The client went: the members' calls end as a lone POST's would.
+                        return;
+                    }
+                }
+                Heard::Reply(reply) => replies.push(reply),
+            }
+        }
+        let _ = events.send(event(&Value::Array(replies))).await;
+    });
+    let mut response = Response::new(Events(sent).boxed());
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
+/// A body of the events sent on a channel.
+struct Events(mpsc::Receiver<Bytes>);
+
+impl HttpBody for Events {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|event| event.map(|event| Ok(Frame::data(event))))
+    }
+}
+
 impl Front {
     /// Answers a JSON-RPC batch POST: under protocol 2025-03-26 and older (the
     /// `MCP-Protocol-Version` header, absent meaning 2025-03-26) each message goes to rmcp as a
     /// POST of its own, concurrently, and the replies to its requests come back as one JSON
-    /// array (202 when it held no request). What rmcp streams besides a reply (progress, a
-    /// question to the person) has no place in a batch's answer and is not relayed.
+    /// array (202 when it held no request). When a member's call streams a message before its
+    /// reply (progress, a question to the person) and the client takes event streams, the
+    /// answer becomes one: see the module docs.
     pub(super) async fn batch(
         self: &Arc<Self>,
         parts: &http::request::Parts,
@@ -74,8 +234,9 @@ impl Front {
         if items.is_empty() {
             return refuse("an empty batch: send at least one message".to_owned());
         }
+        let streams = accepts_event_stream(&parts.headers);
         let mut replies = Vec::new();
-        let mut members = tokio::task::JoinSet::new();
+        let (heard, mut hearing) = mpsc::channel(64);
         for item in items {
             let id = item.get("id").cloned();
             if item.get("method").and_then(Value::as_str) == Some("initialize") {
@@ -97,15 +258,25 @@ impl Front {
             *request.headers_mut() = parts.headers.clone();
             request.headers_mut().remove(header::CONTENT_LENGTH);
             let front = Arc::clone(self);
-            members.spawn(async move {
+            let heard = heard.clone();
+            tokio::spawn(async move {
                 let response = front.rmcp.handle(request).await;
-                let id = answers?;
-                Some(reply_in(response, id).await)
+                if let Some(id) = answers {
+                    relay(response, id, &heard).await;
+                }
             });
         }
-        while let Some(member) = members.join_next().await {
-            if let Ok(Some(reply)) = member {
-                replies.push(reply);
+        // Every member holds a sender until it is done: the channel ends with the last.
+        drop(heard);
+        while let Some(member) = hearing.recv().await {
+            match member {
+                Heard::Reply(reply) => replies.push(reply),
+                Heard::Message(message) if streams => {
+                    return streamed(message, replies, hearing);
+                }
+                Heard::Message(message) => {
+                    tracing::debug!(%message, "not relayed: the client takes no event stream");
+                }
             }
         }
         if replies.is_empty() {

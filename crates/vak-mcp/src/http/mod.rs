@@ -8,14 +8,18 @@
 //!   constant time; a missing or wrong token is 401 before the body is read, so nothing runs.
 //!   Only on a loopback address may the server run without one ([`HttpOptions::token`] `None`).
 //! - **From where.** A request with an `Origin` header (a browser's) is refused with 403 unless
-//!   the server listens on loopback and the origin is a loopback one (`http://localhost:5173`):
-//!   a web page the person visits cannot drive the tools. On loopback rmcp also checks `Host`
-//!   (DNS rebinding).
+//!   the origin is listed in `[mcp] allowed_origins`, or the server listens on loopback and the
+//!   origin is a loopback one (`http://localhost:5173`): a web page the person visits cannot
+//!   drive the tools. On loopback rmcp also checks `Host` (DNS rebinding).
 //! - **How much.** A request body is read up to `[mcp] max_body_bytes` (413 past it); at most
 //!   `[mcp] max_calls` tool calls run at once across all sessions, the others wait their turn.
 //! - **Apart.** Each MCP session gets a server of its own: its own `recall` ledger and tool
-//!   state (background jobs), cleared when the session ends. Sessions need the `initialize`
+//!   state (background jobs), cleared when the session ends. At most `[mcp] max_sessions` are
+//!   open (503 past it) and one idle for `[mcp] session_idle_ms` is ended (`sessions.rs`).
+//!   Sessions need the `initialize`
 //!   handshake, so the server speaks protocol versions up to 2025-11-25 here.
+//! - **Health.** `GET /healthz` answers one JSON line (sessions open, calls running, resident
+//!   memory) without a token: see [`HEALTH_PATH`].
 //! - **On the wire.** With a certificate and key (PEM) it speaks HTTPS through rustls;
 //!   otherwise plain HTTP, meant for loopback or behind a TLS-terminating proxy.
 //!
@@ -26,7 +30,9 @@
 
 mod auth;
 mod batch;
+mod health;
 mod plain_json;
+mod sessions;
 mod tls;
 
 use std::convert::Infallible;
@@ -47,15 +53,13 @@ use tokio::net::TcpListener;
 use vak_tool_core::CancellationToken;
 
 pub use auth::{TOKEN_ENV, read_token};
+pub use health::HEALTH_PATH;
 
 use crate::gate::{self, error_reply};
 use crate::{ServeError, Server};
 
 /// Where MCP is served.
 pub const MCP_PATH: &str = "/mcp";
-
-/// How long a session may pass without any message before it is closed (and its jobs end).
-const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// Where and how [`serve`] listens.
 #[derive(Debug, Clone)]
@@ -102,6 +106,12 @@ struct Front {
     token: Option<Vec<u8>>,
     loopback: bool,
     max_body_bytes: usize,
+    /// The open sessions, bounded (`[mcp] max_sessions`, `session_idle_ms`).
+    sessions: Arc<sessions::Sessions>,
+    /// The browser origins served besides loopback ones (`[mcp] allowed_origins`).
+    allowed_origins: Vec<String>,
+    /// The template of the sessions: its count of running calls is every session's.
+    server: Server,
 }
 
 /// Serves `server` over Streamable HTTP until `shutdown` resolves; then ends every session,
@@ -141,16 +151,33 @@ pub async fn serve(
     let sessions = server.for_sessions();
     let template = sessions.clone();
     let mut manager = LocalSessionManager::default();
-    // rmcp ends a session after 5 min without a message; a `bash` call may run 10 min without
-    // one (no progress asked), and a session's background jobs would end with it.
-    manager.session_config.keep_alive = Some(SESSION_IDLE);
-    let rmcp =
-        StreamableHttpService::new(move || Ok(template.session()), Arc::new(manager), config);
+    // rmcp's own idle timer (5 min without a message either way) would end a session during a
+    // long silent `bash` call; `sessions` ends idle sessions instead (`[mcp] session_idle_ms`).
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let bounded = Arc::new(sessions::Sessions::new(
+        Arc::clone(&manager),
+        settings.max_sessions,
+        settings.session_idle(),
+    ));
+    bounded.watch(stop.child_token());
+    let rmcp = StreamableHttpService::new(
+        move || {
+            let session = template.session();
+            sessions::made(&session);
+            Ok(session)
+        },
+        manager,
+        config,
+    );
     let front = Arc::new(Front {
         rmcp,
         token: options.token,
         loopback,
         max_body_bytes: settings.max_body_bytes,
+        sessions: bounded,
+        allowed_origins: settings.allowed_origins.clone(),
+        server: sessions.clone(),
     });
     let scheme = if tls.is_some() { "https" } else { "http" };
     let auth = if front.token.is_some() {
@@ -225,15 +252,20 @@ where
 }
 
 impl Front {
+    /// Answers one request: the Origin rule, `/healthz`, the token, then MCP, the session it
+    /// names kept busy until the answer has been sent.
     async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        if let Some(refusal) = self.refused_origin(request.headers()) {
+            return plain(StatusCode::FORBIDDEN, &refusal);
+        }
+        if request.uri().path() == HEALTH_PATH && request.method() == Method::GET {
+            return health::answer(&self.sessions, &self.server);
+        }
         if request.uri().path() != MCP_PATH {
             return plain(
                 StatusCode::NOT_FOUND,
-                &format!("MCP is served at {MCP_PATH}"),
+                &format!("MCP is served at {MCP_PATH} (and a health line at {HEALTH_PATH})"),
             );
-        }
-        if let Some(refusal) = self.refused_origin(request.headers()) {
-            return plain(StatusCode::FORBIDDEN, &refusal);
         }
         if let Some(token) = &self.token
             && !auth::bearer_matches(request.headers(), token)
@@ -248,6 +280,20 @@ impl Front {
             );
             return response;
         }
+        let busy = self.sessions.arrived(request.method(), request.headers());
+        let deletes = request.method() == Method::DELETE;
+        let headers = deletes.then(|| request.headers().clone());
+        let response = self.answer(request).await;
+        if let Some(headers) = headers
+            && response.status().is_success()
+        {
+            self.sessions.deleted(&headers);
+        }
+        sessions::busy_until_sent(response, busy)
+    }
+
+    /// The MCP answer to a request that passed the checks.
+    async fn answer(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let body = match Limited::new(body, self.max_body_bytes).collect().await {
             Ok(collected) => collected.to_bytes(),
@@ -296,10 +342,13 @@ impl Front {
             && serde_json::from_slice::<Value>(&body).is_ok_and(|message| {
                 message.get("method").is_some() && message.get("id").is_some()
             });
-        let mut response = self
-            .rmcp
-            .handle(Request::from_parts(parts, Full::new(body)))
-            .await;
+        // An `initialize` outside a session opens one, within `[mcp] max_sessions`.
+        let opens = sessions::opening(&parts, &body);
+        let request = Request::from_parts(parts, Full::new(body));
+        let mut response = match opens {
+            Some(id) => self.sessions.open(id, self.rmcp.handle(request)).await,
+            None => self.rmcp.handle(request).await,
+        };
         if plain {
             return plain_json::when_alone(response).await;
         }
@@ -314,12 +363,12 @@ impl Front {
     fn refused_origin(&self, headers: &HeaderMap) -> Option<String> {
         let origin = headers.get(header::ORIGIN)?;
         let text = origin.to_str().unwrap_or("(not text)");
-        if self.loopback && auth::is_loopback_origin(text) {
+        if auth::origin_allowed(text, self.loopback, &self.allowed_origins) {
             return None;
         }
         Some(format!(
-            "requests from a web page (Origin: {text}) are refused; only a loopback server \
-             accepts loopback origins"
+            "requests from a web page (Origin: {text}) are refused: the origins served are those \
+             of [mcp] allowed_origins, and loopback ones on a loopback server"
         ))
     }
 }

@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 use crate::BIN;
 use crate::procs::running_with;
 
-const TOKEN: &str = "test-token-0123456789abcdef";
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// A running `vak-tools mcp --http 127.0.0.1:0 …`, killed when dropped.
-struct Served {
-    child: Child,
-    port: u16,
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Drop for Served {
@@ -28,7 +28,7 @@ impl Drop for Served {
 }
 
 /// Starts the server in `workspace` with these extra arguments; waits for its address line.
-fn serve(workspace: &Path, extra: &[&str], token_env: Option<&str>) -> Served {
+pub(crate) fn serve(workspace: &Path, extra: &[&str], token_env: Option<&str>) -> Served {
     let mut command = Command::new(BIN);
     command
         .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
@@ -57,7 +57,7 @@ fn serve(workspace: &Path, extra: &[&str], token_env: Option<&str>) -> Served {
 }
 
 /// A workspace whose `.vak/config.toml` holds `config`.
-fn workspace(config: &str) -> tempfile::TempDir {
+pub(crate) fn workspace(config: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".vak")).unwrap();
     std::fs::write(dir.path().join(".vak/config.toml"), config).unwrap();
@@ -66,14 +66,14 @@ fn workspace(config: &str) -> tempfile::TempDir {
 
 /// One HTTP/1.1 exchange on a fresh connection.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.head.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
             key.eq_ignore_ascii_case(name).then(|| value.trim())
@@ -81,7 +81,7 @@ impl Reply {
     }
 
     /// The JSON-RPC message of the body: plain JSON, or the `data:` of an SSE stream.
-    fn message(&self) -> Value {
+    pub(crate) fn message(&self) -> Value {
         if let Ok(value) = serde_json::from_str(&self.body) {
             return value;
         }
@@ -148,13 +148,13 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
-struct Request<'a> {
-    method: &'a str,
-    headers: Vec<(&'a str, String)>,
-    body: String,
+pub(crate) struct Request<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) headers: Vec<(&'a str, String)>,
+    pub(crate) body: String,
 }
 
-fn post(body: &Value) -> Request<'static> {
+pub(crate) fn post(body: &Value) -> Request<'static> {
     Request {
         method: "POST",
         headers: Vec::new(),
@@ -163,16 +163,16 @@ fn post(body: &Value) -> Request<'static> {
 }
 
 impl<'a> Request<'a> {
-    fn with(mut self, name: &'a str, value: impl Into<String>) -> Self {
+    pub(crate) fn with(mut self, name: &'a str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
 
-    fn bearer(self, token: &str) -> Self {
+    pub(crate) fn bearer(self, token: &str) -> Self {
         self.with("Authorization", format!("Bearer {token}"))
     }
 
-    fn send(&self, port: u16) -> Reply {
+    pub(crate) fn send(&self, port: u16) -> Reply {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -181,14 +181,14 @@ impl<'a> Request<'a> {
     }
 }
 
-fn initialize_request() -> Value {
+pub(crate) fn initialize_request() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "http-test", "version": "0"}}})
 }
 
 /// Opens a session with `token`; returns its id.
-fn open_session(port: u16, token: &str) -> String {
+pub(crate) fn open_session(port: u16, token: &str) -> String {
     let reply = post(&initialize_request()).bearer(token).send(port);
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.message()["result"]["protocolVersion"], "2025-06-18");
@@ -455,7 +455,7 @@ async fn https_with_the_given_certificate() {
 }
 
 /// Waits (a hang bound, not a speed check) until `done` holds.
-fn eventually(what: &str, done: impl Fn() -> bool) {
+pub(crate) fn eventually(what: &str, done: impl Fn() -> bool) {
     for _ in 0..600 {
         if done() {
             return;

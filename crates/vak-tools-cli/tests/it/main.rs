@@ -9,6 +9,7 @@ mod claims;
 mod cli;
 mod conformance;
 mod http;
+mod http_sessions;
 mod http_load;
 mod jobs;
 #[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
