@@ -151,14 +151,21 @@ impl Cgroup {
     /// hexadecimal, `-`, the rest) with `limits`; `Err` says why none could be made (the
     /// caller falls back to rlimits).
     pub fn create(limits: Limits, name: &str) -> Result<Cgroup, String> {
-        if !name.starts_with(PREFIX) || name.contains('/') {
-            return Err(format!("{name:?} is not a call id"));
-        }
         let mounts = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|error| format!("reading /proc/self/mountinfo: {error}"))?;
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|error| format!("reading /proc/self/cgroup: {error}"))?;
-        let places = places(&mounts, &own);
+        Self::create_from(limits, name, &mounts, &own)
+    }
+
+    /// [`Cgroup::create`] with the process's mount table and cgroup membership given (the
+    /// contents of `/proc/self/mountinfo` and `/proc/self/cgroup`): a test points them at a
+    /// tree of its own.
+    fn create_from(limits: Limits, name: &str, mounts: &str, own: &str) -> Result<Cgroup, String> {
+        if !name.starts_with(PREFIX) || name.contains('/') {
+            return Err(format!("{name:?} is not a call id"));
+        }
+        let places = places(mounts, own);
         let want_pids = limits.max_processes.is_some();
         let want_memory = limits.max_memory.is_some();
         let mut cgroup = Cgroup {
@@ -525,6 +532,84 @@ mod tests {
                 parent: "/sys/fs/cgroup/inner".into(),
             }]
         );
+    }
+
+    /// This VM has cgroup v1 only: the v2 path is tested against a tree of plain files laid
+    /// out as a cgroup2 mount (the kernel's files replaced by the test's).
+    #[test]
+    fn a_cgroup_v2_tree_gets_the_calls_folder_its_limits_and_its_events() {
+        let root = tempfile::tempdir().unwrap();
+        let tool = root.path().join("tool.scope");
+        std::fs::create_dir(&tool).unwrap();
+        std::fs::write(
+            tool.join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        )
+        .unwrap();
+        std::fs::write(tool.join("cgroup.subtree_control"), "memory pids\n").unwrap();
+        let pids_v1 = tempfile::tempdir().unwrap();
+        // A v1 `pids` hierarchy as well: v2 is taken when it has both controllers.
+        let mounts = format!(
+            "31 25 0:27 / {} rw,relatime - cgroup cgroup rw,pids\n\
+             33 25 0:29 / {} rw,relatime - cgroup2 cgroup2 rw\n",
+            pids_v1.path().display(),
+            root.path().display()
+        );
+        let own = "8:pids:/\n0::/tool.scope\n";
+        let limits = Limits {
+            max_processes: Some(64),
+            max_memory: Some(1 << 30),
+        };
+        let name = format!("{PREFIX}{:x}-v2", std::process::id());
+        let cgroup = Cgroup::create_from(limits, &name, &mounts, own).unwrap();
+        let folder = tool.join(&name);
+        assert_eq!(cgroup.folders(), std::slice::from_ref(&folder));
+        let read = |file: &str| std::fs::read_to_string(folder.join(file)).unwrap();
+        assert_eq!(read("pids.max"), "64");
+        assert_eq!(read("memory.max"), "1073741824");
+        assert_eq!(read("memory.swap.max"), "0");
+        assert!(std::fs::read_dir(pids_v1.path()).unwrap().next().is_none());
+        assert!(cgroup.hits().is_empty());
+        // What the kernel counts when the command runs into the limits.
+        std::fs::write(folder.join("pids.events"), "max 3\n").unwrap();
+        std::fs::write(
+            folder.join("memory.events"),
+            "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cgroup.hits(),
+            [
+                Hit::Processes {
+                    limit: 64,
+                    refused: 3
+                },
+                Hit::Memory {
+                    limit: 1 << 30,
+                    killed: 1
+                }
+            ]
+        );
+        // A kernel's cgroup folder holds no real files: without them it is removed on drop.
+        for file in [
+            "pids.max",
+            "memory.max",
+            "memory.swap.max",
+            "pids.events",
+            "memory.events",
+        ] {
+            std::fs::remove_file(folder.join(file)).unwrap();
+        }
+        drop(cgroup);
+        assert!(!folder.exists());
+        // Controllers the tool's cgroup cannot hand down (the write to `subtree_control` does
+        // not take): no v2 folder, and with no v1 hierarchy for memory, no cgroup (rlimits).
+        std::fs::write(tool.join("cgroup.subtree_control"), "").unwrap();
+        let refused = Cgroup::create_from(limits, &name, &mounts, own).unwrap_err();
+        assert!(refused.contains("memory controller"), "{refused}");
+        assert!(!folder.exists());
+        // A name that is not a call id is refused before anything is made.
+        assert!(Cgroup::create_from(limits, "../x", &mounts, own).is_err());
     }
 
     #[test]

@@ -77,6 +77,79 @@ both_modes!(host_ipc_is_out_of_reach, |setup| {
     assert_ne!(host("hostname", &[]).trim(), "vak-pwned");
 });
 
+/// Python that opens (`open`), creates (`create`) or unlinks (`unlink`) the POSIX message
+/// queues named by its arguments (pairs: operation, name) through the C library, printing
+/// `OPERATION NAME ok` or `OPERATION NAME errno=N` for each.
+const POSIX_QUEUES: &str = "import ctypes, os, sys
+l = ctypes.CDLL(None, use_errno=True)
+for what, name in zip(sys.argv[1::2], sys.argv[2::2]):
+    if what == 'create':
+        r = l.mq_open(name.encode(), os.O_CREAT | os.O_RDWR, 0o600, None)
+    elif what == 'open':
+        r = l.mq_open(name.encode(), os.O_RDWR)
+    else:
+        r = l.mq_unlink(name.encode())
+    print(what, name, 'ok' if r >= 0 else 'errno=%d' % ctypes.get_errno())
+";
+
+// Route 2, POSIX message queues: they live in the IPC namespace (the kernel's own mqueue
+// mount), whether or not the host mounts `/dev/mqueue` (this VM does not), so the test goes
+// through `mq_open`/`mq_unlink` of the C library rather than the file system.
+both_modes!(host_posix_queues_are_out_of_reach, |setup| {
+    let script = setup.workspace.path().join("queues.py");
+    std::fs::write(&script, POSIX_QUEUES).unwrap();
+    let script = script.display().to_string();
+    // Unique per test: the workspace's own name.
+    let tag = setup
+        .workspace
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace('.', "");
+    let (outer, inner) = (format!("/vak-{tag}-host"), format!("/vak-{tag}-inner"));
+    let made = host(PYTHON, &[&script, "create", &outer]);
+    assert!(made.contains("ok"), "{made}");
+    let out = setup.run(
+        &format!("{PYTHON} {script} open {outer} unlink {outer} create {inner}"),
+        "",
+    );
+    let after = host(
+        PYTHON,
+        &[&script, "open", &outer, "open", &inner, "unlink", &outer],
+    );
+    out.assert_ran();
+    // ENOENT: the host's queue is not in the command's IPC namespace at all (with the host's
+    // namespace, Landlock alone would answer EACCES), and it cannot remove it.
+    assert!(
+        out.stdout.contains(&format!("open {outer} errno=2")),
+        "{}",
+        out.shown()
+    );
+    assert!(
+        out.stdout.contains(&format!("unlink {outer} errno=2")),
+        "{}",
+        out.shown()
+    );
+    // Nor can it make one: creating a queue creates a file on the namespace's mqueue file
+    // system, outside every writable folder, which Landlock refuses.
+    assert!(
+        out.stdout.contains(&format!("create {inner} errno=13")),
+        "{}",
+        out.shown()
+    );
+    assert!(
+        after.contains(&format!("open {outer} ok")),
+        "{after}\n{}",
+        out.shown()
+    );
+    assert!(
+        after.contains(&format!("open {inner} errno=2")),
+        "{after}\n{}",
+        out.shown()
+    );
+});
+
 /// Python that joins a fresh session keyring, adds a secret to it, then becomes the helper
 /// (x86-64 system call numbers): the caller of `vak-tools` with a key in its `@s`.
 const KEYED_CALLER: &str = "import ctypes, os, sys
