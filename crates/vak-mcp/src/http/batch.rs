@@ -285,3 +285,58 @@ impl Front {
         json(StatusCode::OK, &Value::Array(replies))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_taken_whole_and_only_data_counts() {
+        let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        let mut read =
+            b"id: 0\nretry: 3000\ndata:\n\n: keep-alive\n\nevent: message\ndata: ".to_vec();
+        let first = next_event(&mut read).unwrap();
+        assert_eq!(
+            event_message(&first),
+            None,
+            "a priming event carries no message"
+        );
+        let comment = next_event(&mut read).unwrap();
+        assert_eq!(event_message(&comment), None);
+        // Half an event: not yet.
+        assert_eq!(next_event(&mut read), None);
+        read.extend_from_slice(progress.as_bytes());
+        read.extend_from_slice(b"\n\nda");
+        let event = next_event(&mut read).unwrap();
+        assert_eq!(
+            event_message(&event),
+            Some(serde_json::from_str::<Value>(progress).unwrap())
+        );
+        assert_eq!(read, b"da");
+    }
+
+    #[test]
+    fn a_reply_answers_its_own_id_only() {
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {}});
+        assert!(is_reply(&reply, &serde_json::json!(3)));
+        assert!(!is_reply(&reply, &serde_json::json!("3")));
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create"});
+        assert!(!is_reply(&request, &serde_json::json!(3)));
+    }
+
+    #[test]
+    fn event_streams_are_taken_when_accepted() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, value.parse().unwrap());
+            headers
+        };
+        assert!(accepts_event_stream(&with(
+            "application/json, text/event-stream"
+        )));
+        assert!(accepts_event_stream(&with("*/*")));
+        assert!(!accepts_event_stream(&with("application/json")));
+        assert!(!accepts_event_stream(&HeaderMap::new()));
+    }
+}
