@@ -19,9 +19,13 @@ const GUARDED_METHOD_CRATES: &[&str] = &[
     "vak-guard",
 ];
 /// Single files of other crates that may start processes (and allow the spawn methods of
-/// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, in
-/// `full-access` only (ARCHITECTURE.md, invariant 7).
+/// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, as the user
+/// in `full-access` only (elsewhere through vak-sandbox; ARCHITECTURE.md, invariant 7).
 const ONE_SPAWN_FILES: &[&str] = &["crates/vak-tool-lsp/src/launch.rs"];
+/// The crate of helpers the tests share (issue 23): never published, only ever a
+/// dev-dependency, and like xtask free to start processes (its helpers ask `python3` for the MCP
+/// SDK).
+const TEST_SUPPORT: &str = "vak-test-support";
 /// Dependencies that make up the HTTP stack.
 const HTTP_STACK: &[&str] = &[
     "hyper",
@@ -323,6 +327,25 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             "{name}: Cargo.toml lacks `[lints] workspace = true`"
         ));
     }
+    if name == TEST_SUPPORT
+        && krate
+            .manifest
+            .get("package")
+            .and_then(|package| package.get("publish"))
+            .and_then(|publish| publish.as_bool())
+            != Some(false)
+    {
+        problems.push(format!(
+            "{TEST_SUPPORT}: Cargo.toml must say `publish = false` itself (test helpers are no API)"
+        ));
+    }
+    for section in ["dependencies", "build-dependencies"] {
+        if dependency_names(&krate.manifest, section).contains(&TEST_SUPPORT.to_owned()) {
+            problems.push(format!(
+                "{name} has `{TEST_SUPPORT}` in [{section}]: it is a dev-dependency only"
+            ));
+        }
+    }
     let deps = dependency_names(&krate.manifest, "dependencies");
     for dep in &deps {
         if HTTP_STACK.contains(&dep.as_str()) && !HTTP_CRATES.contains(&name) {
@@ -363,6 +386,9 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             // commands in the sandbox: guard <- sandbox <- bash.
             "vak-sandbox" => &["vak-tool-core", "vak-guard"],
             "vak-tool-bash" => &["vak-tool-core", "vak-guard", "vak-sandbox"],
+            // Language servers run project code: outside full-access inside bash's sandbox,
+            // with its environment policy: sandbox <- lsp.
+            "vak-tool-lsp" => &["vak-tool-core", "vak-sandbox"],
             _ => &["vak-tool-core"],
         };
         for dep in deps
@@ -372,7 +398,8 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             if !allowed.contains(&dep.as_str()) {
                 problems.push(format!(
                     "{name} depends on `{dep}`: a tool crate depends on vak-tool-core only \
-                     (net, browse and bash also on vak-guard; net and browse on vak-markdown)"
+                     (net, browse and bash also on vak-guard; net and browse on vak-markdown; \
+                     bash and lsp on vak-sandbox)"
                 ));
             }
         }
@@ -487,14 +514,14 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
             }
             let spawns = code.contains("Command::new");
             let one_spawn_file = ONE_SPAWN_FILES.iter().any(|one| file.ends_with(one));
-            if spawns && !SPAWNING_CRATES.contains(&name) && name != "xtask" && !one_spawn_file {
+            let test_code = name == "xtask" || name == TEST_SUPPORT;
+            if spawns && !SPAWNING_CRATES.contains(&name) && !test_code && !one_spawn_file {
                 problems.push(format!(
                     "{shown}:{line}: only {} start processes",
                     SPAWNING_CRATES.join(" and ")
                 ));
             }
-            let guarded_ok =
-                GUARDED_METHOD_CRATES.contains(&name) || name == "xtask" || one_spawn_file;
+            let guarded_ok = GUARDED_METHOD_CRATES.contains(&name) || test_code || one_spawn_file;
             if code.contains("disallowed_methods") && !guarded_ok {
                 problems.push(format!(
                     "{shown}:{line}: only {} may allow the guarded methods of clippy.toml",
@@ -595,5 +622,35 @@ mod tests {
         let mut problems = Vec::new();
         check_manifest(&krate, &mut problems);
         assert_eq!(problems.len(), 3, "{problems:#?}");
+    }
+
+    #[test]
+    fn test_support_is_unpublished_and_dev_only() {
+        let check = |name: &str, text: &str| {
+            let krate = Crate {
+                name: name.into(),
+                dir: PathBuf::new(),
+                manifest: toml::from_str(text).unwrap(),
+            };
+            let mut problems = Vec::new();
+            check_manifest(&krate, &mut problems);
+            problems
+        };
+        let lints = "[lints]\nworkspace = true\n";
+        let support = format!("[package]\nname = \"{TEST_SUPPORT}\"\n{lints}");
+        assert_eq!(check(TEST_SUPPORT, &support).len(), 1);
+        let unpublished = support.replace("\"\n", "\"\npublish = false\n");
+        assert_eq!(check(TEST_SUPPORT, &unpublished), Vec::<String>::new());
+        let user = |section: &str| {
+            format!(
+                "[package]\nname = \"vak-tools-cli\"\n{lints}[{section}]\n{TEST_SUPPORT}.workspace = true\n"
+            )
+        };
+        assert_eq!(
+            check("vak-tools-cli", &user("dev-dependencies")),
+            Vec::<String>::new()
+        );
+        assert_eq!(check("vak-tools-cli", &user("dependencies")).len(), 1);
+        assert_eq!(check("vak-tools-cli", &user("build-dependencies")).len(), 1);
     }
 }

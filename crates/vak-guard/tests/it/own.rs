@@ -9,23 +9,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use vak_guard::proxy::{GuardDialer, Proxy, ProxyOptions, Scope};
-use vak_guard::{Guard, GuardSettings, Interfaces, SystemInterfaces};
+use vak_guard::{Guard, GuardSettings, Interfaces};
 
-use crate::support::origin_on;
-
-/// This machine's first non-loopback address (IPv4 preferred), if it has one.
-pub(crate) fn own_address() -> Option<IpAddr> {
-    let mut addresses: Vec<IpAddr> = SystemInterfaces
-        .addresses()
-        .unwrap()
-        .into_iter()
-        .filter(|address| !address.is_loopback())
-        // A link-local IPv6 address needs a scope to be dialled; any other will do.
-        .filter(|address| !matches!(address, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80))
-        .collect();
-    addresses.sort_by_key(IpAddr::is_ipv6);
-    addresses.into_iter().next()
-}
+use crate::support::{origin_on, own_address};
 
 /// A range around `address` that `[net] allow` may list for an intranet (wider than the
 /// address, so it does not name it).

@@ -7,23 +7,10 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use vak_guard::{Interfaces, SystemInterfaces};
+use vak_guard::Interfaces;
 use vak_tool_net::WebFetch;
 
-use crate::support::{allowing, context, fetch_with};
-
-/// This machine's first non-loopback, non-link-local address (IPv4 preferred), if any.
-fn own_address() -> Option<IpAddr> {
-    let mut addresses: Vec<IpAddr> = SystemInterfaces
-        .addresses()
-        .unwrap()
-        .into_iter()
-        .filter(|address| !address.is_loopback())
-        .filter(|address| !matches!(address, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80))
-        .collect();
-    addresses.sort_by_key(IpAddr::is_ipv6);
-    addresses.into_iter().next()
-}
+use crate::support::{allowing, context, fetch_with, own_address};
 
 /// A host service on every address of the machine, answering `hello` as HTML.
 async fn server_on_every_address() -> u16 {

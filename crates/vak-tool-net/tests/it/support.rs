@@ -1,8 +1,6 @@
 //! Loopback test servers, scripted resolvers and call helpers.
 
-use std::collections::VecDeque;
-use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,12 +9,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_rustls::TlsAcceptor;
-use vak_guard::Resolver;
-use vak_tool_core::{BoxFuture, DynTool, ToolContext, ToolOutput};
+use vak_tool_core::{DynTool, ToolContext, ToolOutput};
 use vak_tool_net::{NetSettings, WebFetch};
 
-/// The address test servers bind; `[net] allow` lists exactly this one.
-pub(crate) const SERVER_IP: &str = "127.0.0.2";
+/// The address test servers bind (`[net] allow` lists exactly this one), the scripted resolver
+/// and the machine's own address: shared with the guard's tests.
+pub(crate) use vak_test_support::net::{Answer, SERVER_IP, Scripted, addrs, own_address};
 
 /// What a test server received.
 #[derive(Debug, Clone)]
@@ -261,65 +259,6 @@ pub(crate) fn html(body: &str) -> Reply {
 
 pub(crate) fn redirect(status: &str, location: &str) -> Reply {
     response(status, &[("Location", location)], b"")
-}
-
-/// One scripted answer of a [`Scripted`] resolver.
-#[derive(Debug, Clone)]
-pub(crate) enum Answer {
-    Addresses(Vec<IpAddr>),
-    NotFound,
-    Hang,
-}
-
-pub(crate) fn addrs(list: &[&str]) -> Answer {
-    Answer::Addresses(list.iter().map(|a| a.parse().unwrap()).collect())
-}
-
-/// A resolver that gives scripted answers in order (the last one repeats) and counts calls.
-#[derive(Debug, Default)]
-pub(crate) struct Scripted {
-    answers: Mutex<VecDeque<Answer>>,
-    pub(crate) calls: Mutex<Vec<String>>,
-}
-
-impl Scripted {
-    pub(crate) fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
-        Arc::new(Self {
-            answers: Mutex::new(answers.into_iter().collect()),
-            calls: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub(crate) fn calls(&self) -> Vec<String> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-impl Resolver for Scripted {
-    fn resolve<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
-        self.calls.lock().unwrap().push(host.to_string());
-        let answer = {
-            let mut answers = self.answers.lock().unwrap();
-            if answers.len() > 1 {
-                answers.pop_front()
-            } else {
-                answers.front().cloned()
-            }
-        };
-        Box::pin(async move {
-            match answer {
-                Some(Answer::Addresses(list)) => Ok(list),
-                Some(Answer::NotFound) | None => Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "no such host (NXDOMAIN)",
-                )),
-                Some(Answer::Hang) => {
-                    std::future::pending::<()>().await;
-                    Ok(Vec::new())
-                }
-            }
-        })
-    }
 }
 
 /// `[net]` settings whose allow list names exactly these entries; default limits.
