@@ -29,9 +29,10 @@ pub struct McpSettings {
     /// `mcp --http`: the sessions open at once; past it an `initialize` (a new session) is
     /// refused with 503 and a `Retry-After`, and the sessions already open go on (128).
     pub max_sessions: usize,
-    /// `mcp --http`: a session that sent no request and had no call running for this long is
-    /// ended: its calls cancelled, its background jobs killed, its ledger freed; a later request
-    /// naming it gets 404 and the client opens a new one (1,800,000 ms: 30 min).
+    /// `mcp --http`: a session that sent no request and was sent no answer (a call's included)
+    /// for this long is ended: its calls cancelled, its background jobs killed, its ledger
+    /// freed; a later request naming it gets 404 and the client opens a new one (1,800,000 ms:
+    /// 30 min).
     pub session_idle_ms: u64,
     /// `mcp --http`: the browser origins (`https://app.example.com`, scheme, host and port as
     /// the `Origin` header spells them) whose requests are served; a request with any other
