@@ -4,8 +4,8 @@
 //! Most of a sandboxed call's own cost is not the confinement but its setup before the shell
 //! can start: the helper's two executions (the run process, then init), the namespaces
 //! entered, the call's cgroup made. None of it depends on the call: only on the session (its
-//! network holder), the mode and the limits. So, from a session's second call on, the end of
-//! each call starts the helper of the *next* one ([`Standby::start`]): the cgroup made,
+//! network holder), the mode and the limits. So, from a session's second call on, each call
+//! starts the helper of the *next* one as it starts ([`Standby::start`]): the cgroup made,
 //! the run process in the session's namespaces (or the contained ones of `full-access`), init
 //! started as process 1 of its own PID namespace, and then waiting on the control socket. The
 //! next call whose plan fits ([`Standby::fits`]: the same helper, session network, mode kind

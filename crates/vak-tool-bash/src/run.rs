@@ -26,7 +26,6 @@ use crate::process_tree::{ShellEnd, Tree};
 use crate::render::*;
 use crate::settings::BashSettings;
 use crate::spawn::Input;
-use crate::standby::Next;
 use crate::start::{Request, Started, start};
 use crate::stop::*;
 use crate::streams::*;
@@ -133,9 +132,6 @@ pub(crate) async fn run(
     notes.extend(limited.notes(failed, &[&clean(&stderr.head), &clean(&stderr.tail)]));
     notes.extend(env_note);
     limited.release();
-    if let Some(plan) = &plan {
-        ctx.session().state::<Next>().finished(plan);
-    }
     render(&Outcome {
         ending: Ending {
             status,

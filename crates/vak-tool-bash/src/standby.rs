@@ -1,7 +1,7 @@
-//! The session's next helper, started ahead of the call (see [`vak_sandbox::Standby`]): the
-//! end of a session's second foreground call starts the helper of its third, and the end of
-//! every later one starts the next. A session of one call (`vak-tools call`) never starts one
-//! it would not use. Background jobs start their helper themselves, as before.
+//! The session's next helper, started ahead of the call (see [`vak_sandbox::Standby`]): a
+//! session's second foreground call starts the helper of its third, and every call that takes
+//! one starts the next. A session of one call (`vak-tools call`) never starts one it would not
+//! use. Background jobs start their helper themselves, as before.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -24,48 +24,44 @@ struct State {
 
 impl Next {
     /// The helper started ahead for this call, if one is ready or starting and fits `plan`
-    /// (its limits and session network set). One that does not fit (the mode was widened for
-    /// an approved call, the session's network holder was replaced, the limits changed) is
-    /// dropped: that kills it.
+    /// (its limits and session network set); then starts the one of the next call.
     pub(crate) async fn take(&self, plan: &Plan) -> Option<Standby> {
         let pending = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.calls += 1;
+            if state.calls == 1 {
+                return None;
+            }
             state.next.take()
         };
         let taken = match pending {
             Some(pending) => pending.await.ok().flatten(),
             None => None,
         };
-        taken
+        // One that does not fit (the mode was widened for an approved call, the session's
+        // network holder was replaced, the limits changed) is dropped: that kills it.
+        let taken = taken
             .filter(|standby| standby.fits(plan))
-            .and_then(|mut standby| standby.alive().then_some(standby))
+            .and_then(|mut standby| standby.alive().then_some(standby));
+        self.prepare(plan);
+        taken
     }
 
-    /// At the end of a foreground call (`plan`'s): from the session's second call on, starts
-    /// the helper of the next call, unless one is starting already. At the end rather than at
-    /// the start, so that it starts while the model reads the result, not while this call's
-    /// own processes want the processor.
-    pub(crate) fn finished(&self, plan: &Plan) {
+    /// Starts the helper of the next call like `plan`'s, on a blocking thread: making its
+    /// cgroup and starting a process take a millisecond or two the call need not wait for.
+    fn prepare(&self, plan: &Plan) {
+        let plan = plan.clone();
+        let starting = tokio::task::spawn_blocking(move || {
+            let limits = plan.spec.limits;
+            let cgroup = if limits.any() {
+                Cgroup::create(limits, &new_call_id()).ok()
+            } else {
+                None
+            };
+            Standby::start(&plan, cgroup).ok()
+        });
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.calls < 2 || state.next.is_some() {
-            return;
-        }
-        state.next = Some(prepare(plan));
+        // Another call of the session started one meanwhile: the later one stands by.
+        state.next = Some(starting);
     }
-}
-
-/// Starts the helper of the next call like `plan`'s, on a blocking thread: making its cgroup
-/// and starting a process take a millisecond or two nobody need wait for.
-fn prepare(plan: &Plan) -> JoinHandle<Option<Standby>> {
-    let plan = plan.clone();
-    tokio::task::spawn_blocking(move || {
-        let limits = plan.spec.limits;
-        let cgroup = if limits.any() {
-            Cgroup::create(limits, &new_call_id()).ok()
-        } else {
-            None
-        };
-        Standby::start(&plan, cgroup).ok()
-    })
 }
