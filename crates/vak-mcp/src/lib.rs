@@ -28,6 +28,10 @@
 //! - **Cancellation and progress.** Each call has its own cancellation token, cancelled by the
 //!   client's `notifications/cancelled` or by the server's end; a call whose client gave a
 //!   `progressToken` gets `notifications/progress` from the tools that report progress.
+//! - **Tasks.** A client that declares MCP's tasks extension gets a long call (`bash`, `jobs`,
+//!   `webfetch`, `browse`, `diagnostics`; [`Server::with_task_support`] for others) as a task it
+//!   polls with `tasks/get` and cancels with `tasks/cancel`; a client that does not sees the
+//!   plain result. Tasks belong to their session: at most [`MAX_TASKS`], kept [`TASK_TTL`].
 //! - **Conformance.** A gate in front of rmcp answers what rmcp's own reading would get wrong
 //!   (JSON-RPC error codes, `"id": null`, batches up to protocol 2025-03-26, nothing fatal
 //!   before `initialize`).
@@ -55,8 +59,10 @@ mod recall;
 mod server;
 mod settings;
 mod stdio;
+mod tasks;
 
 pub use error::ServeError;
 pub use recall::{RECALL, Recall};
 pub use server::{SHUTDOWN_GRACE, Server};
 pub use settings::McpSettings;
+pub use tasks::{KEPT_AFTER_END, MAX_TASKS, TASK_TTL, TaskSupport};

@@ -19,6 +19,7 @@ mod procs;
 mod sandbox;
 mod sdk_defaults;
 mod signals;
+mod tasks;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
