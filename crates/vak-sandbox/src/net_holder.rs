@@ -62,6 +62,17 @@ impl SessionNet {
         *slot = Some(Arc::clone(&holder));
         Ok(holder)
     }
+
+    /// The session's holder if one runs, without starting one: a foreground command joins it
+    /// when it does (a background job of the session may serve on its loopback), and else
+    /// needs none (nothing of the session listens anywhere), making a network namespace of
+    /// its own instead.
+    pub async fn running(&self) -> Option<Arc<Holder>> {
+        let slot = self.holder.lock().await;
+        slot.as_ref()
+            .filter(|holder| holder.alive())
+            .map(Arc::clone)
+    }
 }
 
 impl Drop for SessionNet {

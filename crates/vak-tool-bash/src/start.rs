@@ -83,13 +83,21 @@ pub(crate) async fn start(
     let mut standby = None;
     if let Some(plan) = plan.as_mut() {
         if !plan.spec.full_access {
-            let holder = ctx
-                .session()
-                .state::<SessionNet>()
-                .holder(&plan.helper)
-                .await
-                .map_err(|reason| plan.refusal(&reason))?;
-            plan.join(&holder);
+            // A background job starts the session's network holder; a foreground call joins it
+            // when one runs, else makes a network namespace of its own (a one-call session,
+            // `vak-tools call`, saves the holder's start).
+            let net = ctx.session().state::<SessionNet>();
+            let holder = match input {
+                Input::Null => net.running().await,
+                Input::Pipe | Input::Tty => Some(
+                    net.holder(&plan.helper)
+                        .await
+                        .map_err(|reason| plan.refusal(&reason))?,
+                ),
+            };
+            if let Some(holder) = holder {
+                plan.join(&holder);
+            }
         }
         if input == Input::Null {
             // A helper started ahead of this call, when the session has one that fits.
