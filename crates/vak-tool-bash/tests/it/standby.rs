@@ -118,3 +118,44 @@ async fn a_helper_started_for_another_mode_is_never_used() {
     assert!(free.text.contains("wrote"), "{}", free.text);
     assert!(target.exists());
 }
+
+/// The network namespaces (their inodes) of two sandboxed calls of the session made at the
+/// same time: both exist at once, so an inode number freed by one cannot be the other's.
+async fn net_namespaces(setup: &Setup) -> (String, String) {
+    let call = || async {
+        let run = setup
+            .call_raw(
+                json!({ "command": "readlink /proc/self/ns/net; sleep 1" }),
+                &setup.ctx,
+            )
+            .await;
+        assert!(!run.out.is_error, "{}", run.text);
+        run.text
+            .lines()
+            .find(|line| line.starts_with("net:["))
+            .unwrap_or_else(|| panic!("{}", run.text))
+            .to_owned()
+    };
+    tokio::join!(call(), call())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreground_calls_join_the_sessions_network_only_once_a_job_started_it() {
+    let mut setup = Setup::new();
+    // No job yet: nothing of the session listens anywhere, no holder is started, each call
+    // has a network namespace of its own.
+    let (first, second) = net_namespaces(&setup).await;
+    assert_ne!(first, second);
+    // A background job starts the session's holder; from then on every call joins it.
+    let job = setup
+        .tool(
+            "bash",
+            json!({"command": "sleep 300", "run_in_background": true}),
+        )
+        .await;
+    assert!(!job.out.is_error, "{}", job.text);
+    let (third, fourth) = net_namespaces(&setup).await;
+    assert_eq!(third, fourth);
+    setup.end_session();
+    crate::support::wait_gone(&setup.marker).await;
+}
