@@ -456,4 +456,91 @@ mod tests {
         assert_eq!(refused["error"]["code"], -32600);
         drop(writer.await.unwrap());
     }
+
+    /// A tool that claims everything (the default) and answers at once.
+    struct Probe;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+
+    impl vak_tool_core::Tool for Probe {
+        type Args = NoArgs;
+        fn name(&self) -> &str {
+            "probe"
+        }
+        fn description(&self) -> String {
+            "Answers at once.".into()
+        }
+        fn capabilities(&self) -> Vec<vak_tool_core::Capability> {
+            Vec::new()
+        }
+        async fn run(
+            &self,
+            _args: NoArgs,
+            _ctx: &vak_tool_core::ToolContext,
+        ) -> Result<vak_tool_core::ToolOutput, vak_tool_core::ToolError> {
+            Ok(vak_tool_core::ToolOutput::text("probed"))
+        }
+    }
+
+    /// A call admitted on arrival whose handler never runs (here: admitted by hand, never
+    /// handed to rmcp) would hold its place forever; the client's `notifications/cancelled`
+    /// for it frees the place, and a later call it conflicts with runs.
+    #[tokio::test]
+    async fn a_call_cancelled_before_it_started_leaves_the_queue() {
+        let workspace = tempfile::tempdir().unwrap();
+        let mut registry = vak_tool_core::Registry::new();
+        registry.register(Probe);
+        let ctx = vak_tool_core::ToolContext::new(workspace.path()).unwrap();
+        let server = Server::new(
+            registry,
+            ctx,
+            vak_tool_core::PermissionMode::WorkspaceWrite,
+            &crate::McpSettings::default(),
+        );
+        let (client, server_side) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_side);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let serving = tokio::spawn(server.clone().serve_io(read, write, std::future::pending()));
+        let mut lines = tokio::io::BufReader::new(client_read).lines();
+        let mut send = async |message: Value| {
+            client_write
+                .write_all(format!("{message}\n").as_bytes())
+                .await
+                .unwrap();
+        };
+        send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        )
+        .await;
+        lines.next_line().await.unwrap().unwrap();
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        let call = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "probe", "arguments": {}}})
+        };
+        // Call 7 takes its place on arrival; its handler never runs.
+        server.admit(&serde_json::from_value(call(7)).unwrap());
+        send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7}}),
+        )
+        .await;
+        send(call(8)).await;
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            loop {
+                let line = lines.next_line().await.unwrap().unwrap();
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == 8 {
+                    return message;
+                }
+            }
+        })
+        .await
+        .expect("call 8 waited for call 7, which was cancelled before it started");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        serving.abort();
+    }
 }

@@ -257,10 +257,12 @@ impl Front {
             *request.uri_mut() = parts.uri.clone();
             *request.headers_mut() = parts.headers.clone();
             request.headers_mut().remove(header::CONTENT_LENGTH);
+            // Admitted here, in the batch's order, before the members race to rmcp.
+            let arrived = self.arrive(&parts.headers, &item);
             let front = Arc::clone(self);
             let heard = heard.clone();
             tokio::spawn(async move {
-                let response = front.rmcp.handle(request).await;
+                let response = front.to_rmcp(request, arrived).await;
                 if let Some(id) = answers {
                     relay(response, id, &heard).await;
                 }

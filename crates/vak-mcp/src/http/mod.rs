@@ -28,6 +28,7 @@
 //! older, which rmcp does not serve over HTTP) is split into one POST per message and answered
 //! as one array.
 
+mod arrival;
 mod auth;
 mod batch;
 mod health;
@@ -342,12 +343,17 @@ impl Front {
             && serde_json::from_slice::<Value>(&body).is_ok_and(|message| {
                 message.get("method").is_some() && message.get("id").is_some()
             });
+        // A call takes its place in its session's queue as it is read (issue 26).
+        let arrived = match serde_json::from_slice::<Value>(&body) {
+            Ok(message) if parts.method == Method::POST => self.arrive(&parts.headers, &message),
+            _ => arrival::Arrived::default(),
+        };
         // An `initialize` outside a session opens one, within `[mcp] max_sessions`.
         let opens = sessions::opening(&parts, &body);
         let request = Request::from_parts(parts, Full::new(body));
         let mut response = match opens {
-            Some(id) => self.sessions.open(id, self.rmcp.handle(request)).await,
-            None => self.rmcp.handle(request).await,
+            Some(id) => self.sessions.open(id, self.to_rmcp(request, arrived)).await,
+            None => self.to_rmcp(request, arrived).await,
         };
         if plain {
             return plain_json::when_alone(response).await;

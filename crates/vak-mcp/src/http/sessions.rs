@@ -178,7 +178,6 @@ impl Sessions {
     }
 
     /// The server of the session the request's `Mcp-Session-Id` names, while it is open.
-    #[allow(dead_code, reason = "for the admission of calls on arrival (issue 26)")]
     pub(super) fn server(&self, headers: &HeaderMap) -> Option<Server> {
         let name = headers.get(SESSION_HEADER)?.to_str().ok()?;
         self.entries().get(name).map(|entry| entry.server.clone())

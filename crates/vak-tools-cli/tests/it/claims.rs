@@ -190,3 +190,202 @@ fn a_read_sent_right_after_an_edit_always_sees_the_edit() {
         );
     }
 }
+
+/// `vak-tools mcp --http 127.0.0.1:0 --no-auth`, killed when dropped, and its port.
+struct Http {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Http {
+    fn start(ws: &std::path::Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
+            .arg(ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let port = line
+            .split("127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Self { child, port }
+    }
+
+    /// POSTs `body` on a fresh connection; the status, the head and the body of the answer.
+    fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, String, String) {
+        use std::io::Read;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+            .unwrap();
+        let body = body.to_string();
+        let mut text = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n",
+            self.port,
+            body.len()
+        );
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("\r\n");
+        text.push_str(&body);
+        stream.write_all(text.as_bytes()).unwrap();
+        // A call that waits forever fails the test instead of hanging it (keep-alive comments
+        // would keep a read timeout from ever firing).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut raw = Vec::new();
+        let mut chunk = [0_u8; 8192];
+        while std::time::Instant::now() < deadline {
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(read) => raw.extend_from_slice(&chunk[..read]),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, head.to_owned(), body.to_owned())
+    }
+
+    /// Opens a session under protocol 2025-03-26 (which has batches); its id.
+    fn session(&self) -> String {
+        let (status, head, body) = self.post(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-03-26","capabilities":{},
+                "clientInfo":{"name":"claims-http-test","version":"1"}}}),
+            &[],
+        );
+        assert_eq!(status, 200, "{head}\n{body}");
+        let id = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no session id in {head}"));
+        let (status, head, _) = self.post(
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            &self.headers(&id),
+        );
+        assert_eq!(status, 202, "{head}");
+        id
+    }
+
+    fn headers<'a>(&self, session: &'a str) -> [(&'static str, &'a str); 2] {
+        [
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-03-26"),
+        ]
+    }
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON-RPC messages of an answer's body: one JSON value (an object or a batch's array),
+/// or the `data:` lines of an event stream.
+fn messages(body: &str) -> Vec<Value> {
+    if let Ok(value) = serde_json::from_str::<Value>(body.trim()) {
+        return match value {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .collect()
+}
+
+/// The burst over HTTP: the edit and the read of one file in one JSON-RPC batch, whose members
+/// the front hands to rmcp at once. Each call takes its place in its session's queue as the
+/// front reads it, in the batch's order, so the read always sees the edit; before, the calls
+/// were placed when their handlers started, in whatever order rmcp's tasks ran.
+#[test]
+fn over_http_a_read_batched_right_after_an_edit_always_sees_the_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::write(ws.join("f.txt"), "v0\n").unwrap();
+    let server = Http::start(ws);
+    let session = server.session();
+    let headers = server.headers(&session);
+    // The edit tool wants the file read first.
+    let (status, _, body) = server.post(&call(1, "read", json!({"path":"f.txt"})), &headers);
+    assert_eq!(status, 200, "{body}");
+    for round in 1..=300_u64 {
+        let (edit, read) = (round * 2, round * 2 + 1);
+        let batch = json!([
+            call(
+                edit,
+                "edit",
+                json!({"path":"f.txt","edits":[{"old_text":format!("v{}", round - 1),"new_text":format!("v{round}")}]}),
+            ),
+            call(read, "read", json!({"path":"f.txt"})),
+        ]);
+        let (status, _, body) = server.post(&batch, &headers);
+        assert_eq!(status, 200, "round {round}: {body}");
+        let answers = messages(&body);
+        let answer = |id: u64| {
+            answers
+                .iter()
+                .find(|message| message["id"] == json!(id))
+                .unwrap_or_else(|| panic!("round {round}: no answer to {id} in {body}"))
+        };
+        assert_eq!(answer(edit)["result"]["isError"], false, "{body}");
+        let shown = text(answer(read));
+        assert!(
+            shown.contains(&format!("v{round}")),
+            "round {round}: the read did not see the edit: {shown}"
+        );
+    }
+}
+
+/// A call the front placed in the queue but rmcp then refused (here: a protocol version header
+/// that contradicts the session's) never reaches the tool, and leaves the queue at once: a
+/// later call it conflicts with runs.
+#[test]
+fn over_http_a_refused_call_does_not_hold_back_later_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::write(ws.join("f.txt"), "v0\n").unwrap();
+    let server = Http::start(ws);
+    let session = server.session();
+    let (status, head, body) = server.post(
+        &call(1, "write", json!({"path":"f.txt","content":"never\n"})),
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "1999-01-01"),
+        ],
+    );
+    assert_ne!(status, 200, "{head}\n{body}");
+    let (status, _, body) = server.post(
+        &call(2, "read", json!({"path":"f.txt"})),
+        &server.headers(&session),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answers = messages(&body);
+    assert!(text(&answers[0]).contains("v0"), "{body}");
+}

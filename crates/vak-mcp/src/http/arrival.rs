@@ -1,0 +1,73 @@
+//! Calls over HTTP take their place in their session's queue in the order the front reads them
+//! (issue 26), as the stdio transport does for the lines it reads: a `tools/call` POSTed after
+//! another one's POST was read never overtakes it when their claims conflict, however rmcp's
+//! session worker then schedules the two handlers. A call the front admitted but rmcp refused
+//! (a bad header, a session that ended), or whose client left before rmcp took it, leaves the
+//! queue at once.
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body_util::Full;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId};
+use serde_json::Value;
+
+use super::{Body, Front};
+use crate::Server;
+
+/// A `tools/call` the front admitted in its session's queue and has not yet handed to rmcp.
+/// Dropped before rmcp took it (refused, or the client went away while the front waited on
+/// rmcp), its place goes.
+#[derive(Default)]
+pub(super) struct Arrived {
+    call: Option<(Server, RequestId)>,
+}
+
+impl Drop for Arrived {
+    fn drop(&mut self) {
+        if let Some((server, id)) = self.call.take() {
+            server.forget(&id);
+        }
+    }
+}
+
+impl Front {
+    /// Takes a POSTed message as the front reads it: a `tools/call` of an open session joins
+    /// that session's queue now. Call it synchronously, in the order messages are read.
+    pub(super) fn arrive(&self, headers: &HeaderMap, message: &Value) -> Arrived {
+        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return Arrived::default();
+        }
+        let Some(server) = self.sessions.server(headers) else {
+            return Arrived::default();
+        };
+        // Read as rmcp will read it; a message rmcp cannot read is not admitted.
+        let Ok(parsed) = serde_json::from_value::<ClientJsonRpcMessage>(message.clone()) else {
+            return Arrived::default();
+        };
+        let JsonRpcMessage::Request(request) = &parsed else {
+            return Arrived::default();
+        };
+        if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
+            return Arrived::default();
+        }
+        let id = request.id.clone();
+        server.admit(&parsed);
+        Arrived {
+            call: Some((server, id)),
+        }
+    }
+
+    /// Hands a request to rmcp: once rmcp took it (200), the call's handler takes the place
+    /// [`arrive`](Self::arrive) gave it; otherwise the place goes.
+    pub(super) async fn to_rmcp(
+        &self,
+        request: Request<Full<Bytes>>,
+        mut arrived: Arrived,
+    ) -> Response<Body> {
+        let response = self.rmcp.handle(request).await;
+        if response.status() == StatusCode::OK {
+            arrived.call = None;
+        }
+        response
+    }
+}
