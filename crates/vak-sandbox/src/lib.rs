@@ -8,12 +8,16 @@
 //! `rules`), and what a tool does to start one and talk to it: a [`Policy`] makes the
 //! [`Plan`] of one call ([`Spec`] is what the helper is asked), [`control`] is the tool's end of
 //! the control socket ([`Control`], the command's [`ShellEnd`]), [`net_holder`] the session's
-//! network, [`process`] names processes by pid and start time.
+//! network, [`process`] names processes by pid and start time. [`Confined`] runs a long-lived
+//! child (a language server) the same way, with its standard input and output as pipes, and
+//! [`env`] is the environment policy (`[bash.env]`) both apply.
 #![forbid(unsafe_code)]
 
+mod confined;
 mod contain;
 pub mod control;
 mod discover;
+pub mod env;
 mod helper;
 mod holder;
 mod init;
@@ -39,6 +43,7 @@ use std::sync::Arc;
 use vak_guard::proxy::Dialer;
 use vak_tool_core::{PermissionMode, ToolContext};
 
+pub use confined::{Confined, ConfinedSetup, STDERR_TAIL};
 pub use control::{Control, ShellEnd};
 pub use discover::{RUNNING_PROGRAM, find_helper, find_helper_outside};
 pub use limits::{Cgroup, Hit, Limits, rlimit_note};
@@ -132,20 +137,7 @@ impl Policy {
             return Ok(None);
         }
         let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let workspace = real(ctx.workspace());
-        let scratch = real(scratch);
-        let (write, protect) = match mode {
-            PermissionMode::ReadOnly => (vec![scratch], Vec::new()),
-            _ => {
-                let private = workspace.join(".vak");
-                let protect = if private.is_dir() {
-                    vec![private]
-                } else {
-                    Vec::new()
-                };
-                (vec![workspace, scratch], protect)
-            }
-        };
+        let (write, protect) = writable_folders(mode, &real(ctx.workspace()), &real(scratch));
         // Never a helper the command could replace for the next call.
         let helper = find_helper_outside(options.helper.as_deref(), &write).map_err(|reason| {
             Unavailable {
@@ -177,6 +169,28 @@ impl Policy {
             mode,
             dialer: (net == Net::Guarded).then(|| Arc::clone(&self.dialer)),
         }))
+    }
+}
+
+/// The folders a sandboxed process of `mode` may write (real paths: the scratch folder, and in
+/// `workspace-write` the workspace), and the ones inside them that stay read-only
+/// (`<workspace>/.vak`, but for the scratch folder inside it).
+pub(crate) fn writable_folders(
+    mode: PermissionMode,
+    workspace: &Path,
+    scratch: &Path,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    match mode {
+        PermissionMode::ReadOnly => (vec![scratch.to_path_buf()], Vec::new()),
+        _ => {
+            let private = workspace.join(".vak");
+            let protect = if private.is_dir() {
+                vec![private]
+            } else {
+                Vec::new()
+            };
+            (vec![workspace.to_path_buf(), scratch.to_path_buf()], protect)
+        }
     }
 }
 

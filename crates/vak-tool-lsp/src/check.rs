@@ -9,20 +9,21 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio::time::Instant;
-use vak_tool_core::{PermissionMode, ToolContext, human};
+use vak_tool_core::{ToolContext, human};
 
 use crate::client::{Published, settle};
+use crate::launch::Launcher;
 use crate::render::{FileReport, Outcome, Report, is_error};
 use crate::server::{Got, Running, Servers, Start, wait_for};
 use crate::settings::{LspSettings, Server, language_id};
 use crate::uri;
 
-/// The crate's shared view: settings, servers in use, permission mode.
+/// The crate's shared view: settings, servers in use, how they start.
 #[derive(Debug)]
 pub(crate) struct Lsp {
     pub(crate) settings: LspSettings,
     pub(crate) servers: Vec<Server>,
-    pub(crate) mode: PermissionMode,
+    pub(crate) launcher: Launcher,
 }
 
 /// One file sent to one server.
@@ -139,7 +140,7 @@ impl Lsp {
                 let root = self.root(path, server, ctx);
                 let slot = servers.slot(&root, &server.name, grace);
                 let running = match slot
-                    .get(server, &root, ctx, self.mode, &self.settings)
+                    .get(server, &root, ctx, &self.launcher, &self.settings)
                     .await
                 {
                     Got::None(why) => {

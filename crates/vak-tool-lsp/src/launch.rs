@@ -1,48 +1,138 @@
 //! Starting a language server: the one place this crate starts a process.
 //!
-//! A language server runs project code (build scripts, proc macros, plugins). In `full-access`
-//! it runs as the user, in a process group of its own (so stopping it stops what it started);
-//! in `read-only` and `workspace-write` it may run only inside `bash`'s sandbox, and this build
-//! has no way yet to keep a sandboxed process running with its standard input and output as
-//! pipes: there the server is not started and the result says why. Nothing ever runs
-//! unconfined outside `full-access`.
+//! A language server runs project code (build scripts, proc macros, plugins), so it runs the
+//! way a `bash` command runs in the same mode:
+//!
+//! - In `read-only` and `workspace-write`, confined by `vak-sandbox` ([`vak_sandbox::Confined`]):
+//!   the same helper, found the same safe way, the same namespaces, mounts, Landlock and
+//!   seccomp; it writes only the workspace (`workspace-write`; never its `.vak`) and its cache
+//!   folder `<scratch>/lsp` (both modes; its `TMPDIR` and `XDG_CACHE_HOME`), and has no
+//!   network (a namespace with only its own loopback). Where the sandbox cannot be set up, the
+//!   server does not start and the result says why: nothing runs unconfined.
+//! - In `full-access`, as the user, in a process group of its own (so stopping it stops what
+//!   it started).
+//!
+//! In every mode its environment is the context's filtered by `[bash.env]` (credentials by
+//! name and by value withheld, see [`vak_sandbox::env`]).
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use vak_sandbox::env::EnvPolicy;
+use vak_sandbox::{Confined, ConfinedSetup, Limits};
 use vak_tool_core::{PermissionMode, ToolContext};
 
 use crate::settings::find_program;
 
-/// A started server: the process and the tool's ends of its pipes.
-pub(crate) struct Launched {
-    pub(crate) child: Child,
-    pub(crate) stdin: ChildStdin,
-    pub(crate) stdout: ChildStdout,
-    /// Its process group (its pid), killed as a whole.
-    pub(crate) group: Option<i32>,
+/// How servers are confined outside `full-access`, and the environment they get in every
+/// mode: `bash`'s sandbox helper and `[bash.env]`, so that a server runs the way a command
+/// does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Confinement {
+    /// The sandbox helper `[bash] sandbox_helper` names (`None`: found as `bash` finds it).
+    pub helper: Option<PathBuf>,
+    /// `[bash.env]`: which of the context's variables a server sees.
+    pub env: EnvPolicy,
 }
 
-/// Starts `command` in `root` with the context's environment, as `mode` allows.
+impl Confinement {
+    /// The confinement of `[bash] sandbox_helper` and `[bash.env]`.
+    pub fn new(helper: Option<PathBuf>, env: EnvPolicy) -> Self {
+        Self { helper, env }
+    }
+}
+
+/// How this session's servers start: the permission mode and the confinement.
+#[derive(Debug, Clone)]
+pub(crate) struct Launcher {
+    pub(crate) mode: PermissionMode,
+    pub(crate) confinement: Confinement,
+}
+
+impl Launcher {
+    /// Whether servers run confined (and so see another process id space than the tool's).
+    pub(crate) fn confined(&self) -> bool {
+        self.mode != PermissionMode::FullAccess
+    }
+}
+
+/// A started server's process: as the user with its process group, or confined.
+pub(crate) enum Process {
+    /// `full-access`: the child and its process group (its pid).
+    Direct(Child, Option<i32>),
+    /// `read-only` and `workspace-write`.
+    Confined(Box<Confined>),
+}
+
+impl Process {
+    /// Kills it and everything it started; does not wait.
+    pub(crate) fn start_kill(&mut self) {
+        match self {
+            Process::Direct(child, group) => {
+                kill_group(*group);
+                let _ = child.start_kill();
+            }
+            Process::Confined(confined) => confined.start_kill(),
+        }
+    }
+
+    /// Waits for its end.
+    pub(crate) async fn wait(&mut self) {
+        let _ = match self {
+            Process::Direct(child, _) => child.wait().await,
+            Process::Confined(confined) => confined.wait().await,
+        };
+    }
+
+    /// Why the sandbox refused to run it, once the helper said so.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        match self {
+            Process::Direct(..) => None,
+            Process::Confined(confined) => confined.refusal(),
+        }
+    }
+
+    /// The last line of its standard error (confined servers only: a direct one's goes
+    /// nowhere), bounded.
+    pub(crate) fn last_error_line(&self) -> Option<String> {
+        let Process::Confined(confined) = self else {
+            return None;
+        };
+        let tail = confined.stderr_tail();
+        let line = tail.lines().rev().find(|line| !line.trim().is_empty())?;
+        let line: String = line.trim().chars().take(300).collect();
+        Some(line)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // A child is killed on drop (`kill_on_drop`), a confined one with its namespace; what
+        // a direct one started in its group goes too.
+        if let Process::Direct(_, group) = self {
+            kill_group(*group);
+        }
+    }
+}
+
+/// A started server: the process and the tool's ends of its pipes.
+pub(crate) struct Launched {
+    pub(crate) process: Process,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+}
+
+/// Starts `command` in `root` with the context's environment filtered, as the launcher's mode
+/// allows.
 pub(crate) fn launch(
     command: &[String],
     root: &Path,
     ctx: &ToolContext,
-    mode: PermissionMode,
+    launcher: &Launcher,
 ) -> Result<Launched, String> {
-    if mode != PermissionMode::FullAccess {
-        return Err(format!(
-            "not started: a language server runs project code, so in {} mode it may run only \
-             inside bash's sandbox, which cannot host a long-running server in this build; the \
-             person running the agent can set `[permissions] mode = \"full-access\"` to get \
-             diagnostics",
-            match mode {
-                PermissionMode::ReadOnly => "read-only",
-                _ => "workspace-write",
-            }
-        ));
-    }
     let Some((program, args)) = command.split_first() else {
         return Err("not started: its command is empty".into());
     };
@@ -53,6 +143,10 @@ pub(crate) fn launch(
     let Some(found) = find_program(program, path.as_deref()) else {
         return Err(format!("not started: `{program}` is not on PATH"));
     };
+    let env = launcher.confinement.env.filter(ctx.env()).env;
+    if launcher.confined() {
+        return launch_confined(&found, args, root, ctx, launcher, env);
+    }
     #[allow(
         clippy::disallowed_methods,
         reason = "the one place vak-tool-lsp starts a process (full-access only, see the module doc)"
@@ -62,7 +156,7 @@ pub(crate) fn launch(
         .args(args)
         .current_dir(root)
         .env_clear()
-        .envs(ctx.env().iter().map(|(k, v)| (k, v)))
+        .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -79,15 +173,62 @@ pub(crate) fn launch(
         return Err("not started: its pipes could not be made".into());
     };
     Ok(Launched {
-        child,
+        process: Process::Direct(child, group),
         stdin,
         stdout,
-        group,
+    })
+}
+
+/// Starts the server inside the sandbox, with its cache folder `<scratch>/lsp`.
+fn launch_confined(
+    found: &Path,
+    args: &[String],
+    root: &Path,
+    ctx: &ToolContext,
+    launcher: &Launcher,
+    mut env: Vec<(OsString, OsString)>,
+) -> Result<Launched, String> {
+    let mode = vak_sandbox::mode_name(launcher.mode);
+    let cache = ctx
+        .scratch_dir()
+        .map(|scratch| scratch.join("lsp"))
+        .and_then(|cache| std::fs::create_dir_all(&cache).map(|()| cache))
+        .map_err(|error| format!("not started: its cache folder could not be made ({error})"))?;
+    for name in ["TMPDIR", "XDG_CACHE_HOME"] {
+        env.retain(|(key, _)| key != name);
+        env.push((name.into(), cache.clone().into_os_string()));
+    }
+    let mut program: Vec<OsString> = vec![found.as_os_str().to_owned()];
+    program.extend(args.iter().map(OsString::from));
+    let mut confined = Confined::spawn(ConfinedSetup {
+        mode: launcher.mode,
+        helper: launcher.confinement.helper.clone(),
+        workspace: ctx.workspace().to_path_buf(),
+        scratch: cache,
+        cwd: root.to_path_buf(),
+        program,
+        env,
+        limits: Limits::default(),
+    })
+    .map_err(|reason| {
+        format!(
+            "not started: a language server runs project code, so in {mode} mode it runs only \
+             inside bash's sandbox, which cannot run here: {reason}. Nothing was run \
+             unconfined; `vak-tools doctor` shows what this machine supports"
+        )
+    })?;
+    let (Some(stdin), Some(stdout)) = (confined.stdin.take(), confined.stdout.take()) else {
+        return Err("not started: its pipes could not be made".into());
+    };
+    Ok(Launched {
+        process: Process::Confined(Box::new(confined)),
+        stdin,
+        stdout,
     })
 }
 
 /// Kills a server's whole process group (best effort: it may be gone already).
-pub(crate) fn kill_group(group: Option<i32>) {
+fn kill_group(group: Option<i32>) {
     if let Some(pid) = group.and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }

@@ -51,19 +51,37 @@ use vak_tool_core::{
 };
 
 use crate::check::Lsp;
+pub use crate::launch::Confinement;
+use crate::launch::Launcher;
 use crate::render::render;
 pub use crate::settings::{LspSettings, ServerSettings};
+pub use vak_sandbox::env::EnvPolicy;
 
 /// Adds `diagnostics` to a registry and installs the observer that appends diagnostics to the
 /// results of the file tools, with the servers of `settings` (the built-in ones looked up on
 /// the process's `PATH` now). `mode` decides how servers run: as the user in `full-access`,
-/// otherwise only confined (see the `launch` module).
+/// otherwise inside `bash`'s sandbox (see the `launch` module), with the helper found as
+/// `bash` finds it and the default `[bash.env]`; [`register_confined`] names both.
 pub fn register(registry: &mut Registry, settings: &LspSettings, mode: PermissionMode) {
+    register_confined(registry, settings, mode, &Confinement::default());
+}
+
+/// As [`register`], with `bash`'s sandbox helper and environment policy (`[bash]
+/// sandbox_helper`, `[bash.env]`), so that a server runs the way a command does.
+pub fn register_confined(
+    registry: &mut Registry,
+    settings: &LspSettings,
+    mode: PermissionMode,
+    confinement: &Confinement,
+) {
     let path = std::env::var_os("PATH");
     let lsp = Arc::new(Lsp {
         servers: settings.servers(path.as_deref()),
         settings: settings.clone(),
-        mode,
+        launcher: Launcher {
+            mode,
+            confinement: confinement.clone(),
+        },
     });
     if !lsp.servers.is_empty() {
         registry.add_change_observer(Arc::new(Observer(Arc::clone(&lsp))));

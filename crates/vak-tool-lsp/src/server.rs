@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use vak_tool_core::{PermissionMode, ToolContext};
+use vak_tool_core::ToolContext;
 
 use crate::client::{Client, wait_until};
-use crate::launch::{kill_group, launch};
+use crate::launch::{Launcher, Process, launch};
 use crate::settings::{LspSettings, Server};
 
 /// Where a server is in its start.
@@ -29,8 +29,7 @@ pub(crate) enum Start {
 /// A running server process and its connection.
 pub(crate) struct Running {
     pub(crate) client: Client,
-    child: Mutex<Option<tokio::process::Child>>,
-    group: Option<i32>,
+    process: Mutex<Option<Process>>,
     ready: watch::Receiver<Start>,
     /// Documents open in it: uri to (version, content).
     pub(crate) open: tokio::sync::Mutex<HashMap<String, (i32, Arc<str>)>>,
@@ -41,16 +40,15 @@ impl Running {
         server: &Server,
         root: &Path,
         ctx: &ToolContext,
-        mode: PermissionMode,
+        launcher: &Launcher,
         settings: &LspSettings,
     ) -> Result<Arc<Self>, String> {
-        let launched = launch(&server.settings.command, root, ctx, mode)?;
+        let launched = launch(&server.settings.command, root, ctx, launcher)?;
         let client = Client::new(launched.stdout, launched.stdin, settings.max_message_bytes);
         let (ready_tx, ready) = watch::channel(Start::Starting);
         let running = Arc::new(Self {
             client,
-            child: Mutex::new(Some(launched.child)),
-            group: launched.group,
+            process: Mutex::new(Some(launched.process)),
             ready,
             open: tokio::sync::Mutex::new(HashMap::new()),
         });
@@ -61,9 +59,12 @@ impl Running {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
         let timeout = Duration::from_millis(settings.start_timeout_ms);
+        // A confined server lives in a PID namespace of its own, where the tool's pid names
+        // nobody: a server that watches its parent's pid would take the tool for gone.
+        let process_id = (!launcher.confined()).then(std::process::id);
         tokio::spawn(async move {
             let deadline = Instant::now() + timeout;
-            let params = initialize_params(&root_uri, &name);
+            let params = initialize_params(&root_uri, &name, process_id);
             let outcome = match init.client.request("initialize", params, deadline).await {
                 Ok(_) => init
                     .client
@@ -76,11 +77,15 @@ impl Running {
                 )),
                 Err(why) => Err(why),
             };
-            let state = outcome.unwrap_or_else(|why| {
-                init.client.give_up(why.clone());
-                init.kill();
-                Start::Failed(why)
-            });
+            let state = match outcome {
+                Ok(state) => state,
+                Err(why) => {
+                    let why = init.explain(why).await;
+                    init.client.give_up(why.clone());
+                    init.kill();
+                    Start::Failed(why)
+                }
+            };
             let _ = ready_tx.send(state);
         });
         Ok(running)
@@ -117,15 +122,39 @@ impl Running {
         }
     }
 
+    /// `why` a start failed, with what the sandbox or the server's last error line said: a
+    /// confined server's helper is given a moment to end and report.
+    async fn explain(&self, why: String) -> String {
+        let process = self
+            .process
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(mut process) = process else {
+            return why;
+        };
+        if matches!(process, Process::Confined(_)) {
+            let _ = tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
+        }
+        let why = match (process.refusal(), process.last_error_line()) {
+            (Some(refusal), _) => format!(
+                "could not be sandboxed ({refusal}); nothing ran unconfined, and `vak-tools                  doctor` shows what this machine supports"
+            ),
+            (None, Some(line)) => format!("{why} (its last error output: {line})"),
+            (None, None) => why,
+        };
+        *self.process.lock().unwrap_or_else(PoisonError::into_inner) = Some(process);
+        why
+    }
+
     fn kill(&self) {
-        kill_group(self.group);
         if let Some(mut child) = self
-            .child
+            .process
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
         {
-            let _ = child.start_kill();
+            child.start_kill();
             // Reap it without holding anyone up.
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
@@ -154,16 +183,15 @@ impl Running {
                     let _ = self.client.notify("exit", Value::Null, deadline).await;
                 }
                 let child = self
-                    .child
+                    .process
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .take();
                 if let Some(mut child) = child {
                     let _ = tokio::time::timeout_at(deadline, child.wait()).await;
-                    // Whatever it left behind in its group goes too.
-                    kill_group(self.group);
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
+                    // Whatever it left behind (in its group, or its namespace) goes too.
+                    child.start_kill();
+                    child.wait().await;
                 }
             }
             self.client.give_up("stopped with the session".into());
@@ -172,23 +200,9 @@ impl Running {
     }
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        // The child itself is killed on drop; what it started in its group goes too.
-        if self
-            .child
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-        {
-            kill_group(self.group);
-        }
-    }
-}
-
-fn initialize_params(root_uri: &str, name: &str) -> Value {
+fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Value {
     json!({
-        "processId": std::process::id(),
+        "processId": process_id,
         "clientInfo": {"name": "vak-tools", "version": env!("CARGO_PKG_VERSION")},
         "rootUri": root_uri,
         "rootPath": Value::Null,
@@ -238,7 +252,7 @@ impl Slot {
         server: &Server,
         root: &Path,
         ctx: &ToolContext,
-        mode: PermissionMode,
+        launcher: &Launcher,
         settings: &LspSettings,
     ) -> Got {
         let mut state = self.state.lock().await;
@@ -265,7 +279,7 @@ impl Slot {
                 }
             }
         }
-        match Running::start(server, root, ctx, mode, settings) {
+        match Running::start(server, root, ctx, launcher, settings) {
             Ok(running) => {
                 state.running = Some(Arc::clone(&running));
                 Got::Server(running, note)

@@ -113,8 +113,24 @@ pub fn registry(config: &Config) -> Registry {
     }
     // Language-server diagnostics: the `diagnostics` tool, and the observer that appends them
     // to the results of `edit`, `write` and `apply_patch`.
+    // Servers run project code: outside `full-access` inside bash's sandbox, with the helper
+    // and the environment policy of `[bash]` (the defaults in a build without bash).
     #[cfg(feature = "lsp")]
-    vak_tool_lsp::register(&mut registry, &config.lsp, config.permissions.mode);
+    {
+        #[cfg(feature = "bash")]
+        let confinement = vak_tool_lsp::Confinement::new(
+            config.bash.sandbox_helper.clone(),
+            config.bash.env.clone(),
+        );
+        #[cfg(not(feature = "bash"))]
+        let confinement = vak_tool_lsp::Confinement::default();
+        vak_tool_lsp::register_confined(
+            &mut registry,
+            &config.lsp,
+            config.permissions.mode,
+            &confinement,
+        );
+    }
     let _ = config;
     registry
 }

@@ -4,7 +4,8 @@
 
 mod real;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -13,7 +14,7 @@ use serde_json::json;
 use vak_tool_core::{
     Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput,
 };
-use vak_tool_lsp::{LspSettings, ServerSettings};
+use vak_tool_lsp::{Confinement, EnvPolicy, LspSettings, ServerSettings};
 
 /// Arguments of `put`.
 #[derive(Deserialize, JsonSchema)]
@@ -417,13 +418,212 @@ async fn servers_stop_with_the_session_even_when_they_hang_on_shutdown() {
     }
 }
 
+/// The sandbox helper of the `vak-sandbox` crate, where cargo puts its binary (the folder
+/// above `deps/`, where this test runs), built once when missing (`cargo test -p
+/// vak-tool-lsp` alone does not build another package's binary).
+pub(crate) fn helper() -> PathBuf {
+    static HELPER: OnceLock<PathBuf> = OnceLock::new();
+    HELPER
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let profile = exe.parent().and_then(Path::parent).unwrap();
+            let helper = profile.join("vak-sandbox");
+            if !helper.is_file() {
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "a test builds the sandbox helper with cargo"
+                )]
+                let mut cargo = std::process::Command::new(env!("CARGO"));
+                cargo.args(["build", "-p", "vak-sandbox", "--bin", "vak-sandbox"]);
+                if profile.file_name() == Some("release".as_ref()) {
+                    cargo.arg("--release");
+                }
+                let status = cargo.status().unwrap();
+                assert!(status.success() && helper.is_file(), "building vak-sandbox");
+            }
+            helper
+        })
+        .clone()
+}
+
+/// The confinement of the tests: the sandbox crate's helper, the default `[bash.env]`.
+pub(crate) fn confinement() -> Confinement {
+    Confinement::new(Some(helper()), EnvPolicy::default())
+}
+
+/// A setup whose servers start as `permission` says, confined by the test helper.
+fn confined_setup(
+    mode: &str,
+    extra: &[String],
+    permission: PermissionMode,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(mode, &dir.path().join("server.pid"));
+    settings.max_per_file = 20;
+    if let Some(server) = settings.servers.get_mut("fake") {
+        server.command.extend(extra.iter().cloned());
+    }
+    let mut registry = Registry::new();
+    registry.register(Put);
+    vak_tool_lsp::register_confined(&mut registry, &settings, permission, &confinement());
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let ctx = ToolContext::new(&workspace).unwrap().with_env(env);
+    Setup { registry, ctx, dir }
+}
+
+fn sandboxed_modes() -> [PermissionMode; 2] {
+    [PermissionMode::WorkspaceWrite, PermissionMode::ReadOnly]
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn outside_full_access_no_server_runs_unconfined() {
-    let s = setup_with("normal", |_| {}, PermissionMode::WorkspaceWrite);
+async fn outside_full_access_servers_run_in_the_sandbox_and_end_with_the_session() {
+    for permission in sandboxed_modes() {
+        let s = confined_setup("normal", &[], permission, Vec::new());
+        let text = s.put("a.fk", "ERROR one\n").await;
+        assert!(
+            text.contains("a.fk:1:1: error [fake F1]: error here: ERROR one"),
+            "{permission:?}: {text}"
+        );
+        // The host's view: the server runs, in a PID namespace that is not the tool's.
+        let marker = s.dir.path().join("server.pid").display().to_string();
+        let pids: Vec<i32> = vak_test_support::procs::running_with(&marker)
+            .into_iter()
+            .filter_map(|(pid, _)| i32::try_from(pid).ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/exe")).is_ok()
+                    && std::fs::read_link(format!("/proc/{pid}/exe"))
+                        .is_ok_and(|exe| exe.ends_with("vak-fake-lsp"))
+            })
+            .collect();
+        assert_eq!(pids.len(), 1, "{permission:?}: {pids:?}");
+        let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap();
+        assert_ne!(ns(&pids[0].to_string()), ns("self"), "{permission:?}");
+        // Its pid file lies outside the workspace: the sandbox did not let it write there.
+        assert_eq!(s.pid(), None, "{permission:?}");
+        let Setup { registry, ctx, dir } = s;
+        drop(ctx);
+        assert!(
+            wait_gone(pids[0]).await,
+            "{permission:?}: the server outlived its session"
+        );
+        drop((registry, dir));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_server_is_stopped_by_the_sandbox_and_never_sees_secrets() {
+    let secrets = || {
+        vec![
+            ("PROBE_TOKEN".into(), "s3cr3t-by-name".into()),
+            ("PROBE_URL".into(), "postgres://app:hunter2@db/x".into()),
+            ("PROBE_PLAIN".into(), "visible".into()),
+        ]
+    };
+    for permission in [
+        PermissionMode::WorkspaceWrite,
+        PermissionMode::ReadOnly,
+        PermissionMode::FullAccess,
+    ] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let dir_probe = tempfile::tempdir().unwrap();
+        let outside = dir_probe.path().join("outside.txt");
+        let extra = [
+            "--outside".to_owned(),
+            outside.display().to_string(),
+            "--peek".to_owned(),
+            std::process::id().to_string(),
+            "--port".to_owned(),
+            port.to_string(),
+        ];
+        let s = confined_setup("hostile", &extra, permission, secrets());
+        let text = s.put("a.fk", "fine\n").await;
+        let said = |probe: &str| {
+            text.lines()
+                .find_map(|line| line.split_once(&format!("probe {probe}: ")))
+                .map(|(_, result)| result.to_owned())
+                .unwrap_or_else(|| panic!("{permission:?}: no {probe} probe in {text}"))
+        };
+        let accepted = listener.accept().is_ok();
+        let in_workspace = s.ctx.workspace().join("probe.txt").exists();
+        // Environment secrets never reach the server, in any mode.
+        assert_eq!(said("env"), "PROBE_PLAIN=visible", "{permission:?}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cr3t"),
+            "{permission:?}: {text}"
+        );
+        if permission == PermissionMode::FullAccess {
+            // The control: unconfined, every probe gets through.
+            assert_eq!(said("write-outside"), "wrote", "{text}");
+            assert!(outside.exists());
+            assert!(said("peek").starts_with("read "), "{text}");
+            assert_eq!(said("connect"), "connected", "{text}");
+            assert!(accepted);
+            continue;
+        }
+        assert!(
+            said("write-outside").starts_with("refused"),
+            "{permission:?}: {text}"
+        );
+        assert!(
+            !outside.exists(),
+            "{permission:?}: it wrote outside the workspace"
+        );
+        assert!(
+            said("peek").starts_with("refused"),
+            "{permission:?}: {text}"
+        );
+        assert!(
+            said("connect").starts_with("refused"),
+            "{permission:?}: {text}"
+        );
+        assert!(!accepted, "{permission:?}: it reached the host's loopback");
+        // Its caches may be written in both modes, the workspace in workspace-write only.
+        assert_eq!(said("write-cache"), "wrote", "{permission:?}: {text}");
+        if permission == PermissionMode::ReadOnly {
+            assert!(said("write-workspace").starts_with("refused"), "{text}");
+            assert!(!in_workspace);
+        } else {
+            assert_eq!(said("write-workspace"), "wrote", "{text}");
+            assert!(in_workspace);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_usable_sandbox_no_server_runs_unconfined() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings("normal", &dir.path().join("server.pid"));
+    let mut registry = Registry::new();
+    registry.register(Put);
+    let nowhere = Confinement::new(
+        Some("/nonexistent/vak-sandbox".into()),
+        EnvPolicy::default(),
+    );
+    vak_tool_lsp::register_confined(
+        &mut registry,
+        &settings,
+        PermissionMode::WorkspaceWrite,
+        &nowhere,
+    );
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let s = Setup {
+        registry,
+        ctx: ToolContext::new(&workspace).unwrap(),
+        dir,
+    };
     let text = s.put("a.fk", "ERROR\n").await;
     assert!(
-        text.contains("fake: not started: a language server runs project code"),
+        text.contains(
+            "fake: not started: a language server runs project code, so in \
+             workspace-write mode it runs only inside bash's sandbox, which cannot run here"
+        ),
         "{text}"
     );
+    assert!(text.contains("/nonexistent/vak-sandbox"), "{text}");
     assert_eq!(s.pid(), None);
 }

@@ -9,7 +9,11 @@
 //! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
 //! `hang-shutdown` (ignores `shutdown`, `exit` and the end of its input), `noversion` (publishes without versions),
 //! `changes-only` (without versions, and only the documents whose diagnostics changed, as
-//! typescript-language-server does).
+//! typescript-language-server does), `hostile` (on each document, tries what a sandbox must
+//! stop and reports each attempt as a warning `probe NAME: RESULT`: writing `--outside PATH`,
+//! writing `probe.txt` in its folder and in `$XDG_CACHE_HOME`, reading the environment of the
+//! process `--peek PID` (the tool's, holding its secrets), connecting to `127.0.0.1:--port N`,
+//! and what it sees of its own `PROBE_*` variables).
 #![allow(clippy::print_stdout, reason = "stdout is the protocol")]
 
 use std::collections::BTreeMap;
@@ -66,6 +70,55 @@ fn diagnostics(text: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<Value>
             }
         }
     }
+    out
+}
+
+/// The value after `flag` on the command line.
+fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1).map(String::as_str)
+}
+
+/// What `hostile` tries, one line each.
+fn probes(args: &[String]) -> Vec<String> {
+    let said = |done: std::io::Result<String>| match done {
+        Ok(what) => what,
+        Err(error) => format!("refused ({error})"),
+    };
+    let mut out = Vec::new();
+    if let Some(outside) = arg(args, "--outside") {
+        let done = std::fs::write(outside, "escaped").map(|()| "wrote".to_owned());
+        out.push(format!("probe write-outside: {}", said(done)));
+    }
+    let done = std::fs::write("probe.txt", "written").map(|()| "wrote".to_owned());
+    out.push(format!("probe write-workspace: {}", said(done)));
+    if let Some(cache) = std::env::var_os("XDG_CACHE_HOME") {
+        let file = std::path::Path::new(&cache).join("probe.txt");
+        let done = std::fs::write(file, "cached").map(|()| "wrote".to_owned());
+        out.push(format!("probe write-cache: {}", said(done)));
+    }
+    if let Some(pid) = arg(args, "--peek") {
+        let done = std::fs::read(format!("/proc/{pid}/environ"))
+            .map(|bytes| format!("read {} bytes", bytes.len()));
+        out.push(format!("probe peek: {}", said(done)));
+    }
+    if let Some(port) = arg(args, "--port").and_then(|p| p.parse::<u16>().ok()) {
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a hostile server of the tests tries the host's loopback, which the sandbox must stop"
+        )]
+        let done =
+            std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(2))
+                .map(|_| "connected".to_owned());
+        out.push(format!("probe connect: {}", said(done)));
+    }
+    let mut seen: Vec<String> = std::env::vars_os()
+        .filter(|(key, _)| key.to_string_lossy().starts_with("PROBE_"))
+        .map(|(key, value)| format!("{}={}", key.to_string_lossy(), value.to_string_lossy()))
+        .collect();
+    seen.sort();
+    out.push(format!("probe env: {}", seen.join(" ")));
     out
 }
 
@@ -142,8 +195,19 @@ fn main() {
                     }
                     _ => {}
                 }
+                let probed = if mode == "hostile" {
+                    probes(&args)
+                } else {
+                    Vec::new()
+                };
                 for (uri, (version, text)) in &docs {
-                    let found = diagnostics(text, &docs);
+                    let mut found = diagnostics(text, &docs);
+                    for (n, line) in probed.iter().enumerate() {
+                        found.push(json!({
+                            "range": {"start": {"line": n, "character": 0}, "end": {"line": n, "character": 1}},
+                            "severity": 2, "source": "fake", "code": "P", "message": line
+                        }));
+                    }
                     if mode == "changes-only" && last.get(uri) == Some(&found) {
                         continue;
                     }
