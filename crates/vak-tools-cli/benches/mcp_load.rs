@@ -29,7 +29,7 @@
 #[path = "../tests/it/load.rs"]
 mod load;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ use load::{
     start_http,
 };
 
-/// The binary under test (the release build under `cargo bench`).
+/// The binary under test (the release build under `cargo bench`), unless `--server PATH`.
 const BIN: &str = env!("CARGO_BIN_EXE_vak-tools");
 
 /// The kernel's clock ticks per second in `/proc/*/stat` (USER_HZ, 100 on Linux).
@@ -53,6 +53,7 @@ struct Options {
     sessions: usize,
     at_once: usize,
     arena_max: Option<String>,
+    server: PathBuf,
 }
 
 fn options() -> Option<Options> {
@@ -75,6 +76,7 @@ fn options() -> Option<Options> {
         sessions: value("--sessions").map_or(1000, |n| n.parse().expect("--sessions N")),
         at_once: value("--at-once").map_or(100, |n| n.parse().expect("--at-once N")),
         arena_max: value("--arena-max"),
+        server: value("--server").map_or_else(|| PathBuf::from(BIN), PathBuf::from),
     })
 }
 
@@ -88,7 +90,9 @@ fn main() {
         .unwrap();
     println!(
         "MCP load: {} sessions x 10 calls, {} at once, {}",
-        options.sessions, options.at_once, BIN
+        options.sessions,
+        options.at_once,
+        options.server.display()
     );
     if options.http {
         runtime.block_on(http(&options));
@@ -224,7 +228,7 @@ async fn http(options: &Options) {
         .map(|n| ("MALLOC_ARENA_MAX", n))
         .into_iter()
         .collect();
-    let server = start_http(Path::new(BIN), dir.path(), &env).unwrap();
+    let server = start_http(&options.server, dir.path(), &env).unwrap();
     let pid = server.child.id();
     let target = Target::Http { port: server.port };
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -305,7 +309,7 @@ async fn http(options: &Options) {
 async fn stdio(options: &Options) {
     let dir = workspace();
     let target = Target::Stdio {
-        bin: PathBuf::from(BIN),
+        bin: options.server.clone(),
         workspace: dir.path().to_path_buf(),
     };
     println!("\n## stdio, one server process per session");

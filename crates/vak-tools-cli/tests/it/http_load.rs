@@ -5,11 +5,14 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use crate::BIN;
 use crate::load::{
-    HttpServer, Target, descendants, healthz, http_session_known, populate, rss_kib, run_sessions,
-    session, start_http,
+    HttpServer, Target, descendants, healthz, http_call, http_session_known, populate, rss_kib,
+    run_sessions, session, start_http,
 };
+use crate::procs::shells_tagged;
 
 /// Sessions in the soak, and how many are open at once.
 const SOAK_SESSIONS: usize = 200;
@@ -74,10 +77,13 @@ async fn two_hundred_sessions_fifty_at_once_every_result_exact_and_nothing_left(
             "session {id} still answers after its DELETE"
         );
     }
-    if let Some(health) = healthz(server.port).await.unwrap() {
-        assert_eq!(health["sessions"], 0, "{health}");
-        assert_eq!(health["calls_running"], 0, "{health}");
-    }
+    // The server's own count says the same.
+    let health = healthz(server.port)
+        .await
+        .unwrap()
+        .expect("GET /healthz is served");
+    assert_eq!(health["sessions"], 0, "{health}");
+    assert_eq!(health["calls_running"], 0, "{health}");
     // Nothing the sessions started is left: no sandbox, shell or job below the server.
     assert!(
         eventually(|| descendants(pid).is_empty()).await,
@@ -122,9 +128,27 @@ async fn a_session_id_from_one_server_is_404_on_another() {
     assert_eq!(on_b.calls.len(), 10);
     assert!(http_session_known(a.port, &held).await.unwrap());
 
-    // A's server dies: its session is gone with it, and a server started in its place (the
-    // same workspace, a new process) answers the old id with 404.
+    // The session on A runs a background job.
+    let tag = format!("vak-load-job-{}", std::process::id());
+    let job = http_call(
+        a.port,
+        &held,
+        "bash",
+        json!({"command": format!("sh -c 'sleep 1000; :' {tag}"), "run_in_background": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(job["result"]["isError"], false, "{job}");
+    assert!(eventually(|| !shells_tagged(&tag).is_empty()).await);
+
+    // A's server dies (SIGKILL: no time to clean up): its session is gone with it, its job
+    // too, and a server started in its place (the same workspace, a new process) answers the
+    // old id with 404.
     drop(a);
+    assert!(
+        eventually(|| shells_tagged(&tag).is_empty()).await,
+        "the job outlived its server"
+    );
     let a2 = served(dir.path());
     assert!(!http_session_known(a2.port, &held).await.unwrap());
     let again = session(&Target::Http { port: a2.port }, "a2", None)

@@ -423,7 +423,7 @@ pub(crate) async fn session(
     hold: Option<&Hold>,
 ) -> Result<Outcome, String> {
     let fail = |what: String| format!("session {name}: {what}");
-    tokio::time::timeout(REQUEST_LIMIT, async {
+    let made = tokio::time::timeout(REQUEST_LIMIT, async {
         let started = Instant::now();
         let mut conn = Conn::open(target).await.map_err(fail)?;
         let init = conn
@@ -471,19 +471,29 @@ pub(crate) async fn session(
                 )));
             }
         }
-        if let Some(hold) = hold {
-            hold.arrived.wait().await;
-            hold.release.wait().await;
-        }
-        conn.close().await.map_err(fail)?;
-        Ok(Outcome {
-            open,
-            calls: timings,
-            session_id,
-        })
+        Ok((
+            conn,
+            Outcome {
+                open,
+                calls: timings,
+                session_id,
+            },
+        ))
     })
     .await
-    .map_err(|_| fail(format!("no answer within {REQUEST_LIMIT:?}")))?
+    .map_err(|_| fail(format!("no answer within {REQUEST_LIMIT:?}")))
+    .and_then(|made| made);
+    // A session that failed still meets the others, or they would wait for it forever.
+    if let Some(hold) = hold {
+        hold.arrived.wait().await;
+        hold.release.wait().await;
+    }
+    let (conn, outcome) = made?;
+    tokio::time::timeout(REQUEST_LIMIT, conn.close())
+        .await
+        .map_err(|_| fail(format!("no end of the session within {REQUEST_LIMIT:?}")))?
+        .map_err(fail)?;
+    Ok(outcome)
 }
 
 /// Whether the HTTP server at `port` still knows session `id`: a request on it is answered
@@ -755,4 +765,73 @@ pub(crate) async fn open_http_session(port: u16) -> Result<String, String> {
         } => Ok(id),
         _ => Err("no Mcp-Session-Id".into()),
     }
+}
+
+/// A `tools/call` of protocol 2026-07-28, which needs no session: the version and the client's
+/// capabilities in its `_meta`, the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+/// headers. Returns the HTTP status and the reply (`Null` when the body holds none).
+pub(crate) async fn stateless_call(
+    port: u16,
+    tool: &str,
+    arguments: Value,
+) -> Result<(StatusCode, Value), String> {
+    const VERSION: &str = "2026-07-28";
+    let mut conn = Conn::open(&Target::Http { port }).await?;
+    let Conn::Http { sender, .. } = &mut conn else {
+        return Err("not an HTTP connection".into());
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": tool, "arguments": arguments,
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "vak-load", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header("host", format!("127.0.0.1:{port}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|error| format!("request: {error}"))?;
+    sender
+        .ready()
+        .await
+        .map_err(|error| format!("connection: {error}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| format!("send: {error}"))?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| format!("body: {error}"))?
+        .to_bytes();
+    let reply = reply_in(&String::from_utf8_lossy(&bytes), 1).unwrap_or(Value::Null);
+    Ok((status, reply))
+}
+
+/// A `tools/call` in the open HTTP session `id` (on a connection of its own); returns the reply.
+pub(crate) async fn http_call(
+    port: u16,
+    id: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<Value, String> {
+    let mut conn = Conn::open(&Target::Http { port }).await?;
+    if let Conn::Http { session, .. } = &mut conn {
+        *session = Some(id.to_owned());
+    }
+    conn.request(
+        7,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+    .await
 }
