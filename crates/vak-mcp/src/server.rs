@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ContentBlock, Implementation, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::model::{
+    CancelTaskParams, CancelledNotificationParam, GetTaskParams, GetTaskResult, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -29,6 +31,7 @@ use vak_tool_core::{
 use vak_window::{Recall as Marker, window};
 
 use crate::recall::{RECALL, Recall, record};
+use crate::tasks::Tasks;
 use crate::{McpSettings, approval, progress};
 
 /// How long shutdown waits for cancelled calls to finish killing what they started.
@@ -71,6 +74,8 @@ struct Inner {
     /// The places in the scheduler's queue of calls that arrived and have not started, by
     /// request id.
     admitted: std::sync::Mutex<std::collections::HashMap<String, Admission>>,
+    /// The session's tasks (the MCP tasks extension, see [`crate::tasks`]).
+    tasks: Arc<Tasks>,
 }
 
 impl Server {
@@ -97,6 +102,7 @@ impl Server {
                 _ended: None,
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
+                tasks: Arc::default(),
             }),
         }
     }
@@ -132,6 +138,7 @@ impl Server {
                 _ended: None,
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
+                tasks: inner.tasks.sibling(),
             }),
         }
     }
@@ -149,12 +156,15 @@ impl Server {
         let shutdown = inner.shutdown.child_token();
         let ended = CancellationToken::new();
         let (stopped, gone, state) = (shutdown.clone(), ended.clone(), session.clone());
+        let tasks = inner.tasks.sibling();
+        let forgotten = Arc::clone(&tasks);
         tokio::spawn(async move {
             tokio::select! {
                 () = stopped.cancelled() => {}
                 () = gone.cancelled() => {}
             }
             state.clear();
+            forgotten.clear();
         });
         Self {
             inner: Arc::new(Inner {
@@ -169,6 +179,7 @@ impl Server {
                 _ended: Some(ended.drop_guard()),
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
+                tasks,
             }),
         }
     }
@@ -301,6 +312,7 @@ impl Server {
         }
         // The session ends with its calls: its background jobs are killed now.
         self.inner.ctx.session().clear();
+        self.inner.tasks.clear();
         ended
     }
 
@@ -330,25 +342,63 @@ impl Server {
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> ToolOutput {
+        match self.prepare(name, args, context).await {
+            Ok(prepared) => self.run(prepared, context).await,
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// The first part of a call, while its request is open: its place in the session's queue,
+    /// the tool, the person's approval. `Err` is the result of a call that will not run.
+    pub(crate) async fn prepare(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Prepared, ToolOutput> {
         // Taken first, so that every early return below frees the call's place in the queue.
         let admission = self.take_admission(name, &args, &context.id);
         if context.ct.is_cancelled() {
             // Cancelled before it started (its place may already be gone): nothing runs.
-            return ToolOutput::error("the call was cancelled before it started; nothing was run");
+            return Err(ToolOutput::error(
+                "the call was cancelled before it started; nothing was run",
+            ));
         }
         let Some(spec) = self.inner.registry.spec(name).cloned() else {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "unknown tool `{name}`. The tools are: {}.",
                 self.inner.registry.names().join(", ")
-            ));
+            )));
         };
         let mut approved = None;
         if posture(&spec, self.inner.mode) == Posture::Ask {
             match approval::approve(&spec, &args, self.inner.mode, context).await {
                 Ok(mode) => approved = Some(mode),
-                Err(refusal) => return refusal,
+                Err(refusal) => return Err(refusal),
             }
         }
+        Ok(Prepared {
+            admission,
+            name: name.to_owned(),
+            args,
+            approved,
+        })
+    }
+
+    /// The rest of a call: its turn, a call slot, the tool; cancelled by `context.ct` or the
+    /// server's shutdown.
+    pub(crate) async fn run(
+        &self,
+        prepared: Prepared,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolOutput {
+        let Prepared {
+            admission,
+            name,
+            args,
+            approved,
+        } = prepared;
+        let name = name.as_str();
         let token = self.inner.shutdown.child_token();
         let mut ctx = self.inner.ctx.clone().with_parent_cancel(&token);
         if let Some(mode) = approved {
@@ -397,7 +447,7 @@ impl Server {
 
     /// Records the whole text of a result and returns what the client is sent: the window of
     /// the text (naming the ledger entry), followed by any images.
-    fn windowed(&self, output: ToolOutput) -> CallToolResult {
+    pub(crate) fn windowed(&self, output: ToolOutput) -> CallToolResult {
         let whole: Arc<str> = output.text_content().into();
         let id = record(
             self.inner.ctx.session(),
@@ -415,6 +465,38 @@ impl Server {
         let mut result = CallToolResult::success(blocks);
         result.is_error = Some(output.is_error);
         result
+    }
+}
+
+/// A call whose request has been taken in: its place in the queue, its tool and arguments, the
+/// mode the person approved it for (see [`Server::prepare`]).
+pub(crate) struct Prepared {
+    admission: Admission,
+    name: String,
+    args: serde_json::Value,
+    approved: Option<PermissionMode>,
+}
+
+impl Server {
+    /// The session's tasks.
+    pub(crate) fn tasks(&self) -> &Arc<Tasks> {
+        &self.inner.tasks
+    }
+
+    /// Where the tasks of `context`'s request live (see [`Tasks::store`]).
+    fn tasks_of(&self, context: &RequestContext<RoleServer>) -> &Arc<crate::tasks::Store> {
+        self.inner.tasks.store(context)
+    }
+
+    /// The registry served.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Counts a call running outside a request's handler (a task's) among the running calls,
+    /// which shutdown waits for, until the token is dropped.
+    pub(crate) fn track(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
+        self.inner.calls.token()
     }
 }
 
@@ -448,12 +530,17 @@ impl ServerHandler for Server {
     }
 
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("vak-tools", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "vak-tools: file, shell, search, web and browser tools. Long results are shown \
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("vak-tools", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "vak-tools: file, shell, search, web and browser tools. Long results are shown \
                  as a window; the marker line names the `recall` call that returns the rest.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -466,7 +553,7 @@ impl ServerHandler for Server {
             .registry
             .specs()
             .into_iter()
-            .map(Self::spec_to_mcp)
+            .map(|spec| self.inner.tasks.annotate(Self::spec_to_mcp(spec), spec))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -489,12 +576,40 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _running = self.inner.calls.token();
+        let tasks = self.tasks_of(&context);
+        if let Some(answer) = crate::tasks::offer(self, tasks, &request, &context).await {
+            return answer;
+        }
         let args = match request.arguments {
             Some(map) => serde_json::Value::Object(map),
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
         let output = self.call(&request.name, args, &context).await;
         Ok(self.windowed(output).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks_of(&context).get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks_of(&context).update(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks_of(&context).cancel(&request.task_id)
     }
 }
 
