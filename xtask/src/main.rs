@@ -10,7 +10,8 @@
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
 //!   `bench glob` compare our search tools with ripgrep and fd on the corpus that
-//!   `bench-corpus` vendors).
+//!   `bench-corpus` vendors; `bench mcp-load [ARGS]` runs 1,000 MCP sessions against the
+//!   release server, vak-tools-cli's `mcp_load` bench, ARGS passed to it).
 #![forbid(unsafe_code)]
 #![allow(
     clippy::disallowed_methods,
@@ -444,6 +445,11 @@ fn bench(args: &[String]) -> Result<(), String> {
     };
     if name == "grep" || name == "glob" {
         return bench_search::bench(&project_root(), name);
+    }
+    if name == "mcp-load" {
+        let mut cargo = vec!["bench", "-p", "vak-tools-cli", "--bench", "mcp_load", "--"];
+        cargo.extend(args[1..].iter().map(String::as_str));
+        return step("bench mcp-load", &cargo, &[]);
     }
     Err(format!("unknown benchmark `{name}`"))
 }
