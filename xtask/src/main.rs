@@ -6,6 +6,8 @@
 //!   Python MCP SDK for the test that drives `vak-tools mcp` with a real client (pip), and
 //!   ImageMagick, exiftool and iconv for the file tools' tests that make their files with them
 //!   (apt-get, when run as root);
+//! - `conformance`: MCP's official conformance suite against `vak-tools mcp --http` (Node.js 22
+//!   and the suite installed into target/conformance with npm when missing; also a step of `ci`);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
@@ -20,6 +22,7 @@
 #![allow(clippy::print_stdout, reason = "xtask reports to the terminal")]
 
 mod bench_search;
+mod conformance;
 mod old_browser;
 mod tidy;
 
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("conformance") => conformance::run_suite(),
         Some("tidy") => tidy::run(&project_root()).map_err(|problems| problems.join("\n")),
         Some("bench") => bench(&args[1..]),
         Some("bench-corpus") => bench_search::corpus(&project_root()),
@@ -39,7 +43,9 @@ fn main() -> ExitCode {
             &[("VAK_UPDATE_DOCS", "1")],
         ),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | docs | bench [NAME] | bench-corpus>");
+            eprintln!(
+                "usage: cargo xtask <ci | conformance | tidy | docs | bench [NAME] | bench-corpus>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -376,6 +382,7 @@ fn ci() -> Result<(), String> {
         &[],
     )?;
     old_browser::test_browse_against_older(&project_root())?;
+    conformance::run_suite()?;
     step(
         "doctest",
         &["test", "--workspace", "--all-features", "--doc"],

@@ -23,6 +23,42 @@ pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
     }
 }
 
+/// An approval the person already gave for this request, through an input-required round trip
+/// (MCP 2026-07-28 without a session, see [`crate::stateless`]): the mode it was approved for.
+/// The server puts it in the request's extensions before the call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Approved(pub(crate) PermissionMode);
+
+/// The least mode that allows `spec` without asking: what an approved call runs in.
+pub(crate) fn allowing_mode(spec: &ToolSpec) -> PermissionMode {
+    [PermissionMode::WorkspaceWrite, PermissionMode::FullAccess]
+        .into_iter()
+        .find(|candidate| posture(spec, *candidate) == Posture::Allow)
+        .unwrap_or(PermissionMode::FullAccess)
+}
+
+/// The question put to the person: "Allow bash of `make test`?", and what it may then do.
+pub(crate) fn question(spec: &ToolSpec, args: &serde_json::Value, mode: PermissionMode) -> String {
+    format!(
+        "Allow {}{}?{}",
+        spec.name,
+        describe_call(args),
+        reach(spec, mode)
+    )
+}
+
+/// The error result of a call that was not approved, saying `why` and which mode would allow it.
+pub(crate) fn refusal(spec: &ToolSpec, mode: PermissionMode, why: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "`{}` was not run: {why}. In permission mode `{}` it needs the person's approval; \
+         `[permissions] mode = \"{}\"` in .vak/config.toml allows it without asking. Try \
+         another tool, or ask the person to change the mode.",
+        spec.name,
+        mode_name(mode),
+        mode_name(allowing_mode(spec))
+    ))
+}
+
 /// Asks the person through the client whether to run `spec` with `args` in permission mode
 /// `mode`. `Ok` is the mode the call was approved for (the least that allows it without
 /// asking), for the call's context; `Err` is the refusal to return.
@@ -32,28 +68,13 @@ pub(crate) async fn approve(
     mode: PermissionMode,
     context: &RequestContext<RoleServer>,
 ) -> Result<PermissionMode, ToolOutput> {
-    let allowing_mode = [PermissionMode::WorkspaceWrite, PermissionMode::FullAccess]
-        .into_iter()
-        .find(|candidate| posture(spec, *candidate) == Posture::Allow)
-        .unwrap_or(PermissionMode::FullAccess);
-    let question = format!(
-        "Allow {}{}?{}",
-        spec.name,
-        describe_call(args),
-        reach(spec, mode)
-    );
-    let refused = |why: &str| {
-        ToolOutput::error(format!(
-            "`{}` was not run: {why}. In permission mode `{}` it needs the person's approval; \
-             `[permissions] mode = \"{}\"` in .vak/config.toml allows it without asking. Try \
-             another tool, or ask the person to change the mode.",
-            spec.name,
-            mode_name(mode),
-            mode_name(allowing_mode)
-        ))
-    };
+    if let Some(Approved(approved)) = context.extensions.get::<Approved>() {
+        return Ok(*approved);
+    }
+    let allowing_mode = allowing_mode(spec);
+    let refused = |why: &str| refusal(spec, mode, why);
     let answer = tokio::select! {
-        answer = context.peer.elicit::<Approval>(question) => answer,
+        answer = context.peer.elicit::<Approval>(question(spec, args, mode)) => answer,
         () = context.ct.cancelled() => return Err(refused("the call was cancelled while asking")),
     };
     match answer {

@@ -58,6 +58,7 @@ mod progress;
 mod recall;
 mod server;
 mod settings;
+mod stateless;
 mod stdio;
 mod tasks;
 

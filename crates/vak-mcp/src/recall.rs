@@ -2,9 +2,11 @@
 //!
 //! The server keeps each whole result in the [`Ledger`] of the call's [`Session`]; `recall`
 //! reads it there, so every session (each MCP connection, each HTTP session) recalls only its
-//! own results, and the ledger goes with the session's state when it ends.
+//! own results, and the ledger goes with the session's state when it ends. A request without a
+//! session (MCP 2026-07-28 over HTTP) records in a ledger the server shares among all of them
+//! ([`Shared`]), whose ids no one can guess and whose results expire.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -69,23 +71,42 @@ impl Tool for Recall {
     }
 
     async fn run(&self, args: RecallArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let kept = ctx.session().state::<Kept>();
-        let text = {
-            let ledger = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
-            match ledger.as_ref().and_then(|ledger| ledger.get(&args.call_id)) {
-                Some(text) => text,
-                None => {
-                    let oldest = ledger
-                        .as_ref()
-                        .and_then(Ledger::oldest)
-                        .unwrap_or("none")
-                        .to_owned();
-                    return Err(ToolError::new(format!(
-                        "no result is kept under call_id `{}`: it is unknown or was evicted to \
-                         bound memory (the oldest kept is `{oldest}`). Run the original tool \
-                         call again, narrower if you can.",
-                        args.call_id
-                    )));
+        let text = match ctx.session().state::<Shared>().0.get() {
+            Some(shared) => {
+                let ledger = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                match ledger.get(&args.call_id) {
+                    Some(text) => text,
+                    None => {
+                        let minutes = ledger.keep().unwrap_or_default().as_secs() / 60;
+                        return Err(ToolError::new(format!(
+                            "no result is kept under call_id `{}`: it is unknown, older than \
+                             the {minutes} min this server keeps the results of requests \
+                             without a session, evicted to bound memory, or recorded by another \
+                             server (recall reaches only the server that ran the call). Run the \
+                             original tool call again, narrower if you can.",
+                            args.call_id
+                        )));
+                    }
+                }
+            }
+            None => {
+                let kept = ctx.session().state::<Kept>();
+                let ledger = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
+                match ledger.as_ref().and_then(|ledger| ledger.get(&args.call_id)) {
+                    Some(text) => text,
+                    None => {
+                        let oldest = ledger
+                            .as_ref()
+                            .and_then(Ledger::oldest)
+                            .unwrap_or("none")
+                            .to_owned();
+                        return Err(ToolError::new(format!(
+                            "no result is kept under call_id `{}`: it is unknown or was evicted \
+                             to bound memory (the oldest kept is `{oldest}`). Run the original \
+                             tool call again, narrower if you can.",
+                            args.call_id
+                        )));
+                    }
                 }
             }
         };
@@ -110,9 +131,28 @@ impl Tool for Recall {
 #[derive(Debug, Default)]
 struct Kept(Mutex<Option<Ledger>>);
 
+/// The ledger a session records in instead of its own: the server's ledger of the requests
+/// without a session, set on each such request's session before its call.
+#[derive(Debug, Default)]
+pub(crate) struct Shared(OnceLock<Arc<Mutex<Ledger>>>);
+
+impl Shared {
+    /// Makes `session` record in and recall from `ledger`.
+    pub(crate) fn join(session: &Session, ledger: &Arc<Mutex<Ledger>>) {
+        let _ = session.state::<Shared>().0.set(Arc::clone(ledger));
+    }
+}
+
 /// Records the whole `text` of a result in the ledger of `session` (made with a budget of
-/// `ledger_bytes` if it has none yet) and returns its call id.
+/// `ledger_bytes` if it has none yet), or in the shared ledger it joined, and returns its call
+/// id.
 pub(crate) fn record(session: &Session, ledger_bytes: usize, text: Arc<str>) -> String {
+    if let Some(shared) = session.state::<Shared>().0.get() {
+        return shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(text);
+    }
     let kept = session.state::<Kept>();
     let mut ledger = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
     ledger

@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    ContentBlock, Implementation, InitializeResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    ToolAnnotations,
 };
-use rmcp::model::{
-    CancelTaskParams, CancelledNotificationParam, GetTaskParams, GetTaskResult, UpdateTaskParams,
-};
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
@@ -31,6 +30,7 @@ use vak_tool_core::{
 use vak_window::{Recall as Marker, window};
 
 use crate::recall::{RECALL, Recall, record};
+use crate::stateless::{Gate, Stateless};
 use crate::tasks::Tasks;
 use crate::{McpSettings, approval, progress};
 
@@ -63,9 +63,9 @@ struct Inner {
     calls: TaskTracker,
     /// Bounds the calls running at once, shared by every session (`[mcp] max_calls`).
     limit: Option<Arc<Semaphore>>,
-    /// Serve only the protocol versions that have an `initialize` handshake, and so a session
-    /// (over HTTP, where each session has its own ledger and state).
-    handshake_only: bool,
+    /// What the requests without a session (MCP 2026-07-28 over HTTP) share: the ledger
+    /// `recall` reads, pending approvals. `Some` in the HTTP template and its servers.
+    stateless: Option<Arc<Stateless>>,
     /// A session of the HTTP transport: dropped with it, which clears its state (background
     /// jobs, the ledger).
     _ended: Option<DropGuard>,
@@ -98,7 +98,7 @@ impl Server {
                 shutdown: CancellationToken::new(),
                 calls: TaskTracker::new(),
                 limit: None,
-                handshake_only: false,
+                stateless: None,
                 _ended: None,
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
@@ -118,7 +118,7 @@ impl Server {
     }
 
     /// This server as the template of the sessions of MCP over HTTP: at most `max_calls` calls
-    /// at once across all of them, and only protocol versions that have a session.
+    /// at once across all of them; what requests without a session share.
     #[cfg_attr(
         not(feature = "http"),
         allow(dead_code, reason = "used by the HTTP transport")
@@ -134,7 +134,7 @@ impl Server {
                 shutdown: inner.shutdown.clone(),
                 calls: inner.calls.clone(),
                 limit: Some(Arc::new(Semaphore::new(inner.settings.max_calls.max(1)))),
-                handshake_only: true,
+                stateless: Some(Arc::new(Stateless::new(&inner.settings))),
                 _ended: None,
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
@@ -175,7 +175,7 @@ impl Server {
                 shutdown,
                 calls: inner.calls.clone(),
                 limit: inner.limit.clone(),
-                handshake_only: inner.handshake_only,
+                stateless: inner.stateless.clone(),
                 _ended: Some(ended.drop_guard()),
                 scheduler: Scheduler::new(),
                 admitted: std::sync::Mutex::default(),
@@ -514,19 +514,8 @@ async fn finish_calls(calls: &TaskTracker, grace: Duration) -> bool {
 
 impl ServerHandler for Server {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        let known = ProtocolVersion::KNOWN_VERSIONS;
-        if !self.inner.handshake_only {
-            return Cow::Borrowed(known);
-        }
-        // From 2026-07-28 on, MCP over HTTP has no sessions: each request would get a server of
-        // its own, without the ledger `recall` reads. Sessions need a handshake version.
-        Cow::Owned(
-            known
-                .iter()
-                .filter(|version| version.has_initialize())
-                .cloned()
-                .collect(),
-        )
+        // Over HTTP, a 2026-07-28 request comes without a session: see `crate::stateless`.
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -573,9 +562,25 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _running = self.inner.calls.token();
+        if let Some(stateless) = self.inner.stateless.as_ref()
+            && Stateless::serves(&context)
+        {
+            // A request without a session: its results go to the ledger requests share, and
+            // an approval is a round trip of its own (input required).
+            stateless.join(self.inner.ctx.session());
+            let inner = &self.inner;
+            match stateless.gate(&inner.registry, &inner.ctx, inner.mode, &request, &context) {
+                Gate::Run => {}
+                Gate::Approved(mode) => {
+                    context.extensions.insert(approval::Approved(mode));
+                }
+                Gate::Refused(output) => return Ok(self.windowed(output).into()),
+                Gate::Ask(input) => return Ok(CallToolResponse::InputRequired(*input)),
+            }
+        }
         let tasks = self.tasks_of(&context);
         if let Some(answer) = crate::tasks::offer(self, tasks, &request, &context).await {
             return answer;

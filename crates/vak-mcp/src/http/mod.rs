@@ -328,6 +328,12 @@ impl Front {
             if let Value::Array(items) = message {
                 return self.batch(&parts, items).await;
             }
+            let version = parts.headers.get("mcp-protocol-version");
+            let version = version.and_then(|version| version.to_str().ok());
+            if let Some((status, reply)) = crate::stateless::refused(version, &message) {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+                return json(status, &reply);
+            }
             if let Some((reply, malformed)) = gate::vet_message(&message) {
                 let status = if malformed {
                     StatusCode::BAD_REQUEST

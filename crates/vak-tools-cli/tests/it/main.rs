@@ -9,6 +9,7 @@ mod claims;
 mod cli;
 mod conformance;
 mod http;
+mod http_2026;
 mod http_sessions;
 mod http_load;
 mod jobs;
