@@ -1,5 +1,6 @@
 //! Relaying a tool's progress reports to the client as `notifications/progress`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -9,13 +10,22 @@ use vak_tool_core::{Progress, ToolContext};
 /// How long a finished call waits for its last progress notifications to go out.
 pub(crate) const PROGRESS_FLUSH: Duration = Duration::from_secs(2);
 
+/// Where a call's progress goes instead of `notifications/progress` when its request's context
+/// carries one (a task's call: its status message).
+#[derive(Clone)]
+pub(crate) struct ProgressSink(pub(crate) Arc<dyn Fn(Progress) + Send + Sync>);
+
 /// Gives `ctx` a progress listener when the client asked for progress (a `progressToken`): the
 /// listener queues each report and one task sends them in order as `notifications/progress`.
-/// The task ends once the call's contexts, which hold the listener, are gone.
+/// The task ends once the call's contexts, which hold the listener, are gone. A call whose
+/// context carries a [`ProgressSink`] reports to it instead.
 pub(crate) fn forward_progress(
     ctx: ToolContext,
     context: &RequestContext<RoleServer>,
 ) -> (ToolContext, Option<tokio::task::JoinHandle<()>>) {
+    if let Some(ProgressSink(sink)) = context.extensions.get::<ProgressSink>().cloned() {
+        return (ctx.with_progress(move |report| sink(report)), None);
+    }
     let Some(token) = context.meta.get_progress_token() else {
         return (ctx, None);
     };

@@ -16,9 +16,10 @@
 //! the request arrives, the person's approval (an `Ask` posture) is asked before the task is
 //! created (the request is still open for the question), and it then waits for its turn and a
 //! call slot (`[mcp] max_calls`) like any call. Its result is windowed and kept in the session's
-//! ledger, so `recall` reads the rest. `tasks/cancel` cancels the call as the client's
-//! `notifications/cancelled` does a plain one (bash kills the command's process tree) and the task
-//! ends `cancelled`.
+//! ledger, so `recall` reads the rest. What the tool reports as progress (bash: how long the
+//! command has run, how much it wrote) is the task's `statusMessage` while it runs.
+//! `tasks/cancel` cancels the call as the client's `notifications/cancelled` does a plain one
+//! (bash kills the command's process tree) and the task ends `cancelled`.
 //!
 //! Tasks belong to the session that created them: a task id from another session is unknown. A
 //! session holds at most [`MAX_TASKS`]; each is kept for [`TASK_TTL`] from its creation (and at
@@ -38,9 +39,10 @@ use rmcp::service::RequestContext;
 use rmcp::task_manager::current_timestamp;
 use rmcp::{ErrorData, RoleServer};
 use tokio::time::Instant;
-use vak_tool_core::{CancellationToken, Capability, ToolSpec};
+use vak_tool_core::{CancellationToken, Capability, Progress, ToolSpec};
 
 use crate::Server;
+use crate::progress::ProgressSink;
 
 /// The extension's identifier, the key of its capability and of the tools' `_meta` entry.
 pub(crate) const TASKS_EXTENSION: &str = rmcp::model::TASKS_EXTENSION_ID;
@@ -276,6 +278,17 @@ impl Store {
         entry.ended = Some(Instant::now());
     }
 
+    /// A running task's status message: the last progress its call reported.
+    fn report(&self, id: &str, message: String) {
+        let mut entries = self.lock();
+        if let Some(entry) = entries.get_mut(id)
+            && entry.ended.is_none()
+        {
+            entry.task.status_message = Some(message);
+            entry.task.last_updated_at = current_timestamp();
+        }
+    }
+
     /// `tasks/get`: the task's state, with its result or error once it has ended.
     pub(crate) fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
         let now = Instant::now();
@@ -394,12 +407,20 @@ pub(crate) async fn offer(
         let output = server.run(prepared, context).await;
         return Some(Ok(server.windowed(output).into()));
     };
-    // The task's call: the request's context, with the task's cancellation and no progress
-    // token (progress is not sent for tasks).
+    // The task's call: the request's context, with the task's cancellation; progress is not
+    // sent for tasks, the tool's reports become the task's status message.
+    let id = task.task_id.clone();
     let mut call_context = context.clone();
     call_context.ct = cancel;
     call_context.meta.remove("progressToken");
-    let id = task.task_id.clone();
+    let (reports, reported) = (Arc::clone(tasks), id.clone());
+    call_context
+        .extensions
+        .insert(ProgressSink(Arc::new(move |report: Progress| {
+            if let Some(message) = report.message {
+                reports.report(&reported, message);
+            }
+        })));
     let (server, tasks, running) = (server.clone(), Arc::clone(tasks), server.track());
     tokio::spawn(async move {
         let _running = running;

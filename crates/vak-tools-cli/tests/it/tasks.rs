@@ -162,12 +162,26 @@ async fn cancelling_a_running_task_kills_its_process_tree() {
         panic!("not a task: {answer:?}");
     };
     let pid = tagged_pid(TAG_CANCEL);
-    let running = client
-        .peer()
-        .get_task(GetTaskParams::new(created.task.task_id.clone()))
-        .await
-        .unwrap();
-    assert_eq!(running.task.status(), TaskStatus::Working);
+    // While it runs, its status message is bash's progress report.
+    let started = Instant::now();
+    loop {
+        let running = client
+            .peer()
+            .get_task(GetTaskParams::new(created.task.task_id.clone()))
+            .await
+            .unwrap();
+        assert_eq!(running.task.status(), TaskStatus::Working);
+        if running
+            .task
+            .task
+            .status_message
+            .is_some_and(|message| message.starts_with("running for"))
+        {
+            break;
+        }
+        assert!(started.elapsed() < HANG, "no progress in the task's status");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     client
         .peer()
