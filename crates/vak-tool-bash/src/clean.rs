@@ -211,15 +211,7 @@ mod tests {
 
     #[test]
     fn binary_output_is_told_from_text() {
-        let mut seed = 0x9e37_79b9_u32;
-        let random: Vec<u8> = (0..60_000)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                seed as u8
-            })
-            .collect();
+        let random = vak_test_support::bytes::random_bytes(0x9e37_79b9, 60_000);
         assert_eq!(binary_output(&random, &[]), Some("unknown kind"));
         let gzip = [b"\x1f\x8b\x08\x00".as_slice(), &random[..4000]].concat();
         assert_eq!(binary_output(&gzip, &[]), Some("gzip data"));

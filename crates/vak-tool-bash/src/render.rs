@@ -217,15 +217,7 @@ mod tests {
     #[test]
     pub(crate) fn binary_output_is_named_not_shown() {
         let mut capture = Capture::new(1024);
-        let mut seed = 0x2545_f491_u32;
-        let random: Vec<u8> = (0..60_000)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                seed as u8
-            })
-            .collect();
+        let random = vak_test_support::bytes::random_bytes(0x2545_f491, 60_000);
         capture.push(b"\x1f\x8b\x08\x00");
         capture.push(&random);
         assert_eq!(

@@ -104,9 +104,17 @@ pub fn fit_description(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(kept.join(" "))
 }
 
-/// Whether a text states a number (a limit, a default): a run of digits that is not part of
-/// a name or a range (`UTF-16`, `ISO 8859-1`, `3-5` are not numbers in this sense).
+/// Whether a text states a number (a limit, a default): see [`stated_numbers`].
 pub(crate) fn states_a_number(text: &str) -> bool {
+    !stated_numbers(text).is_empty()
+}
+
+/// The numbers a text states (`600000`, `1,568`, `256`), each once, as written: a run of digits
+/// that is not part of a name or a range (`UTF-16`, `ISO 8859-1`, `3-5` are not numbers in this
+/// sense). [`fit_description`] keeps the sentences that state one; a test checks that what it
+/// drops is in the schema.
+pub fn stated_numbers(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -122,11 +130,12 @@ pub(crate) fn states_a_number(text: &str) -> bool {
         let named = before.is_some_and(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
             || text[..start].ends_with("ISO ")
             || bytes.get(i) == Some(&b'-');
-        if !named {
-            return true;
+        let number = text[start..i].trim_end_matches(',');
+        if !named && !out.contains(&number) {
+            out.push(number);
         }
     }
-    false
+    out
 }
 
 /// The sentences of a text: each ends after `.`, `!` or `?` (and a closing bracket or quote)
@@ -992,6 +1001,10 @@ mod tests {
         ] {
             assert_eq!(states_a_number(text), states, "{text}");
         }
+        assert_eq!(
+            stated_numbers("1,568 px, at most 1,568 or 600000, UTF-16, pages 3-5."),
+            ["1,568", "600000"]
+        );
     }
 
     #[test]

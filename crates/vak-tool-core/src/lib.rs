@@ -82,7 +82,9 @@ mod tool;
 pub use args::parse_args;
 pub use claims::{Access, Claims, PathClaim, StateClaim};
 pub use context::{ContextError, PathPolicy, ToolContext};
-pub use dialect::{Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, to_dialect, violations};
+pub use dialect::{
+    Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, stated_numbers, to_dialect, violations,
+};
 pub use observer::ChangeObserver;
 pub use output::{Content, ToolOutput};
 pub use path::PathError;

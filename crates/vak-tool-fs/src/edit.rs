@@ -133,7 +133,7 @@ pub(crate) struct EditArgs {
 #[serde(untagged)]
 enum CellArg {
     /// The cell's number, from 1.
-    Number(i64),
+    Number(#[schemars(range(min = 1))] i64),
     /// The cell's id (or its number as text).
     Id(String),
 }
@@ -176,6 +176,10 @@ impl Tool for EditTool {
     }
 
     async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        #[cfg(feature = "notebook")]
+        if let Some(CellArg::Number(number @ ..=0)) = args.cell {
+            return Err(EditError::CellNumber { number }.into());
+        }
         let path = ctx.resolve_path(&args.path).map_err(EditError::from)?;
         let changed = [path.clone()];
         let request = Request {

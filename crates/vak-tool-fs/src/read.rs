@@ -149,7 +149,7 @@ pub(crate) struct ReadArgs {
 #[serde(untagged)]
 enum Pages {
     /// One page.
-    Number(i64),
+    Number(#[schemars(range(min = 1))] i64),
     /// `3`, `3-5` or `3-`.
     Range(String),
 }

@@ -454,15 +454,7 @@ mod tests {
     fn binary_output_is_named_not_shown() {
         let job = job(false, 100_000);
         let mut sink = JobSink(std::sync::Arc::clone(&job));
-        let mut seed = 0x2545_f491_u32;
-        let random: Vec<u8> = (0..4000)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                seed as u8
-            })
-            .collect();
+        let random = vak_test_support::bytes::random_bytes(0x2545_f491, 4000);
         sink.push(Which::Stdout, b"\x89PNG\r\n\x1a\n");
         sink.push(Which::Stdout, &random);
         let text = job.report().text;

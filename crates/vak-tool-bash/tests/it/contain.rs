@@ -2,6 +2,7 @@
 //! that nothing outlives the tool; the limits apply there too (see `limits`).
 
 use serde_json::json;
+use vak_test_support::procs::running_with;
 use vak_tool_core::PermissionMode;
 
 use crate::support::Setup;
@@ -49,26 +50,10 @@ async fn an_escapee_that_scrubs_its_environment_still_ends_with_the_call() {
     );
     assert!(run.text.contains(&tag), "{}", run.text);
     for _ in 0..100 {
-        if running_with_cmdline(&tag).is_empty() {
+        if running_with(&tag).is_empty() {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    panic!(
-        "the escapee outlived its call: {:?}",
-        running_with_cmdline(&tag)
-    );
-}
-
-/// The live processes whose command line contains `needle`.
-fn running_with_cmdline(needle: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(needle) && !crate::support::pid_is_gone(*pid)
-        })
-        .collect()
+    panic!("the escapee outlived its call: {:?}", running_with(&tag));
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 use vak_tool_core::{CancellationToken, PermissionMode};
 
-use crate::support::{Setup, carrying, pid_is_gone, quick_settings, section, wait_gone};
+use crate::support::{Setup, carrying, quick_settings, section, wait_gone};
+use vak_test_support::procs::running_with;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_kills_the_grandchild_it_printed() {
@@ -282,35 +283,16 @@ async fn an_unfindable_escapee_cannot_hold_the_call_past_its_bound() {
     let run = setup
         .call_raw(json!({"command": command, "timeout_ms": 1000}), &setup.ctx)
         .await;
-    let escapees = running_with_cmdline(&tag);
+    let escapees = running_with(&tag);
     // Stop the escapee, found by its command line.
-    for &pid in &escapees {
-        let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    for &(pid, _) in &escapees {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
     crate::support::assert_no_leftovers(&setup.marker);
     assert_eq!(run.first_line(), "timed out after 1 s; stopped by SIGTERM");
     assert!(run.text.contains(&tag), "{}", run.text);
     assert!(!escapees.is_empty(), "the escapee should outlive the call");
-}
-
-/// The running processes whose command line contains `needle`.
-fn running_with_cmdline(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(needle) && !pid_is_gone(pid) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,8 @@ use vak_guard::Resolver;
 use vak_tool_bash::{Bash, Network};
 use vak_tool_core::{BoxFuture, PermissionMode, Registry, ToolContext};
 
+use vak_test_support::procs::running_with;
+
 use crate::support::{Run, Setup, carrying, quick_settings, test_settings};
 
 const SANDBOXED: [PermissionMode; 2] = [PermissionMode::ReadOnly, PermissionMode::WorkspaceWrite];
@@ -381,28 +383,6 @@ fn hostile(tag: &str) -> Vec<String> {
              wait' {tag} & sleep 0.2; echo forks"
         ),
     ]
-}
-
-/// Running processes whose command line holds `needle`.
-fn running_with(needle: &str) -> Vec<(i32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if line.contains(needle) && !crate::support::pid_is_gone(pid) {
-            found.push((pid, line));
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
+use vak_test_support::procs;
 use vak_tool_bash::BashSettings;
 use vak_tool_core::{PermissionMode, Registry, Session, ToolContext, ToolOutput};
 
@@ -173,16 +174,9 @@ impl Setup {
 }
 
 /// Processes (pid, command line) whose `VAK_CALL_ID` chain holds `marker`.
-pub(crate) fn carrying(marker: &str) -> Vec<(i32, String)> {
+pub(crate) fn carrying(marker: &str) -> Vec<(u32, String)> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in procs::pids() {
         // A zombie's environment reads as empty: it is over, whoever reaps it.
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
@@ -195,8 +189,7 @@ pub(crate) fn carrying(marker: &str) -> Vec<(i32, String)> {
             })
         });
         if tagged {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+            found.push((pid, procs::cmdline(pid).unwrap_or_default()));
         }
     }
     found
@@ -217,20 +210,6 @@ pub(crate) async fn wait_gone(marker: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_no_leftovers(marker);
-}
-
-/// Whether `pid` is gone (or a zombie, which is over but not reaped by its new parent).
-pub(crate) fn pid_is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .unwrap_or_default();
-            state == "Z" || state == "X"
-        }
-    }
 }
 
 /// The stream section of a result, from its label line to the next label or the end.

@@ -80,6 +80,16 @@ pub(crate) enum EditError {
         /// Its line.
         line: usize,
     },
+    /// `cell` is a number below 1.
+    #[cfg(feature = "notebook")]
+    #[error(
+        "cell={number} is not a cell number: cells are numbered from 1, as `read` shows them (or \
+         give the cell's id). Nothing was written."
+    )]
+    CellNumber {
+        /// The number given.
+        number: i64,
+    },
     /// `cell` names no cell, or the file is not a notebook.
     #[cfg(feature = "notebook")]
     #[error("cannot edit cell {cell:?} of {path}: {reason}. Nothing was written.")]

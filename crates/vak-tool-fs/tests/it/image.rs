@@ -15,13 +15,10 @@ use crate::read::Workspace;
 
 /// A `width`×`height` image with a smooth gradient (compresses well) or noise (does not).
 pub(crate) fn picture(width: u32, height: u32, noise: bool) -> DynamicImage {
-    let mut seed = 0x2545_f491_u32;
+    let mut random = vak_test_support::bytes::XorShift::new(0x2545_f491);
     DynamicImage::ImageRgb8(RgbImage::from_fn(width, height, |x, y| {
         if noise {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            let [a, b, c, _] = seed.to_le_bytes();
+            let [a, b, c, _] = random.next_u32().to_le_bytes();
             Rgb([a, b, c])
         } else {
             Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 128])

@@ -2,46 +2,13 @@
 //! pages without text said so; and a set of hostile PDFs, made here, none of which may crash,
 //! hang or flood the tool.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
 
 use serde_json::json;
+use vak_test_support::pdf::{document, pdf, stream};
 
 use crate::read::{Workspace, hash_line};
-
-/// A PDF from object bodies (object `n` is `objects[n - 1]`), with a correct cross-reference
-/// table and a trailer whose root is object 1.
-fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (index, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        writeln!(out, "{} 0 obj", index + 1).unwrap();
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    let mut table = format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1);
-    for offset in offsets {
-        let _ = writeln!(table, "{offset:010} 00000 n ");
-    }
-    out.extend_from_slice(table.as_bytes());
-    write!(
-        out,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
-    )
-    .unwrap();
-    out
-}
-
-fn stream(content: &[u8]) -> Vec<u8> {
-    let mut out = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
-    out.extend_from_slice(content);
-    out.extend_from_slice(b"\nendstream");
-    out
-}
 
 fn deflated(content: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
@@ -55,43 +22,6 @@ fn deflated(content: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&data);
     out.extend_from_slice(b"\nendstream");
     out
-}
-
-/// A document of `texts.len()` pages; a page whose text is `None` only draws (a scan).
-fn document(texts: &[Option<&str>]) -> Vec<u8> {
-    let pages = texts.len();
-    // 1 catalog, 2 pages, 3 font, then per page: the page and its content.
-    let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
-    let mut objects = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            kids.join(" ")
-        )
-        .into_bytes(),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
-            .to_vec(),
-    ];
-    for (i, text) in texts.iter().enumerate() {
-        objects.push(
-            format!(
-                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << \
-                 /F1 3 0 R >> >> /Contents {} 0 R >>",
-                5 + 2 * i
-            )
-            .into_bytes(),
-        );
-        let content = match text {
-            Some(text) => {
-                let lines: Vec<String> =
-                    text.lines().map(|line| format!("({line}) Tj T*")).collect();
-                format!("BT /F1 12 Tf 14 TL 72 700 Td {} ET", lines.join(" "))
-            }
-            None => "q 0.5 g 72 72 400 600 re f Q".to_owned(),
-        };
-        objects.push(stream(content.as_bytes()));
-    }
-    pdf(&objects)
 }
 
 #[tokio::test]

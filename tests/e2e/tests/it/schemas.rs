@@ -4,7 +4,7 @@
 //! limit the full description states still there (in the description or the parameters').
 
 use serde_json::{Value, json};
-use vak_tools::core::{Dialect, OPENAI_DESCRIPTION_CHARS};
+use vak_tools::core::{Dialect, OPENAI_DESCRIPTION_CHARS, stated_numbers};
 use vak_tools::{Config, registry};
 
 pub(crate) fn every_tool() -> vak_tools::Registry {
@@ -102,33 +102,6 @@ fn the_rust_doc_check_catches_what_it_should() {
     }
 }
 
-/// The numbers a text states (`600000`, `1,568`, `256`), as written; digits that are part of
-/// a name or a range (`UTF-16`, `ISO 8859-1`, `3-5`) are not limits.
-fn numbers(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b',') {
-            i += 1;
-        }
-        let before = start.checked_sub(1).map(|b| bytes[b]);
-        let named = before.is_some_and(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
-            || text[..start].ends_with("ISO ")
-            || bytes.get(i) == Some(&b'-');
-        let number = text[start..i].trim_end_matches(',').to_owned();
-        if !named && !out.contains(&number) {
-            out.push(number);
-        }
-    }
-    out
-}
-
 #[test]
 fn openai_descriptions_fit_and_keep_every_limit() {
     let mut failures = Vec::new();
@@ -141,9 +114,11 @@ fn openai_descriptions_fit_and_keep_every_limit() {
             fitted.chars().count()
         );
         let schema = spec.input_schema_for(Dialect::OpenAi).to_string();
-        let lost: Vec<String> = numbers(&spec.description)
+        // The scan `fit_description` keeps sentences by: each number it drops must be in the
+        // schema.
+        let lost: Vec<&str> = stated_numbers(&spec.description)
             .into_iter()
-            .filter(|number| !fitted.contains(number.as_str()) && !schema.contains(number.as_str()))
+            .filter(|number| !fitted.contains(number) && !schema.contains(number))
             .collect();
         if !lost.is_empty() {
             failures.push(format!(
@@ -175,6 +150,38 @@ fn base_args(tool: &str) -> Option<Value> {
         "apply_patch" => return None,
         _ => return None,
     })
+}
+
+/// The arguments a field's bounds are judged with when the tool's base file does not fit it:
+/// `pages` applies to a PDF, `cell` to a notebook.
+fn field_args(tool: &str, field: &str) -> Option<Value> {
+    Some(match (tool, field) {
+        ("read", "pages") => json!({"path": "doc.pdf"}),
+        ("edit", "cell") => json!({
+            "path": "notebook.ipynb",
+            "edits": [{"old_text": "needle", "new_text": "pin"}],
+        }),
+        _ => return None,
+    })
+}
+
+/// A notebook of one code cell whose source holds `needle`.
+const NOTEBOOK: &str = r#"{"cells": [{"cell_type": "code", "execution_count": null, "id": "a1",
+ "metadata": {}, "outputs": [], "source": ["x = 'needle'\n"]}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+
+/// The schemas that carry a property's bounds: the property resolved, or each variant of an
+/// `anyOf` (a page number or a range, a cell number or an id).
+fn bounded<'a>(property: &'a Value, defs: &'a Value) -> Vec<&'a Value> {
+    let property = resolved(property, defs);
+    match property["anyOf"].as_array() {
+        Some(variants) => variants
+            .iter()
+            .filter(|v| v["type"] != "null")
+            .map(|v| resolved(v, defs))
+            .collect(),
+        None => vec![property],
+    }
 }
 
 /// The schema of a property with a `$ref`, an `anyOf` with `null`, resolved to the one that
@@ -244,8 +251,12 @@ fn bound_values(property: &Value) -> Vec<(Value, bool)> {
 async fn every_bound_in_a_schema_is_the_bound_the_parser_enforces() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "a needle\n").unwrap();
+    std::fs::write(dir.path().join("notebook.ipynb"), NOTEBOOK).unwrap();
+    let pdf = vak_test_support::pdf::document(&[Some("page one"), Some("page two")]);
+    std::fs::write(dir.path().join("doc.pdf"), pdf).unwrap();
     let tools = every_tool();
     let mut checked = 0;
+    let mut fields = std::collections::BTreeSet::new();
     let mut wrong = Vec::new();
     for spec in tools.specs() {
         let Some(base) = base_args(&spec.name) else {
@@ -256,8 +267,12 @@ async fn every_bound_in_a_schema_is_the_bound_the_parser_enforces() {
             continue;
         };
         for (field, property) in properties {
-            let property = resolved(property, &schema["$defs"]);
-            for (value, allowed) in bound_values(property) {
+            let values: Vec<(Value, bool)> = bounded(property, &schema["$defs"])
+                .into_iter()
+                .flat_map(bound_values)
+                .collect();
+            let base = field_args(&spec.name, field).unwrap_or_else(|| base.clone());
+            for (value, allowed) in values {
                 let ctx = vak_tools::Config::default()
                     .tool_context(dir.path())
                     .unwrap();
@@ -266,12 +281,14 @@ async fn every_bound_in_a_schema_is_the_bound_the_parser_enforces() {
                 let out = tools.call(&spec.name, args, &ctx).await;
                 let text = out.text_content();
                 // A refusal names the field: `context` (serde, most tools) or offset=0 (read).
-                // A line past the end of the file is not a refusal of the value.
+                // A line, page or cell past the end of this file is not a refusal of the value.
+                let beyond = ["past the end", "names none of them", "so there is no cell"];
                 let refused = out.is_error
-                    && !text.contains("past the end")
+                    && !beyond.iter().any(|past| text.contains(past))
                     && (text.contains(&format!("`{field}`"))
                         || text.contains(&format!("{field}=")));
                 checked += 1;
+                fields.insert(format!("{}.{field}", spec.name));
                 if refused == allowed {
                     wrong.push(format!(
                         "{}.{field} = {value}: the schema {} it, the tool {}: {text}",
@@ -284,5 +301,12 @@ async fn every_bound_in_a_schema_is_the_bound_the_parser_enforces() {
         }
     }
     assert!(checked >= 30, "only {checked} bound values checked");
+    // Bounds inside an `anyOf` (a number or a text) are walked too.
+    for field in ["read.pages", "edit.cell", "grep.context", "read.offset"] {
+        assert!(
+            fields.contains(field),
+            "{field} was not checked: {fields:?}"
+        );
+    }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
