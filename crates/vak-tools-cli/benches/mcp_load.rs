@@ -11,7 +11,9 @@
 //!
 //! `cargo bench -p vak-tools-cli --bench mcp_load` (or `cargo xtask bench mcp-load`) runs both
 //! with the release build; `-- http` or `-- stdio` runs one, `--sessions N --at-once N` change
-//! the counts, `--arena-max N` starts the HTTP server with `MALLOC_ARENA_MAX=N`. The client runs
+//! the counts, `--server-env NAME=VALUE` (repeatable) starts the HTTP server with that in its
+//! environment (`MALLOC_ARENA_MAX=2`, `GLIBC_TUNABLES=…`: how glibc keeps freed memory). The
+//! client runs
 //! in this process on the same machine (a multi-threaded tokio runtime), so it shares the cores
 //! with the server: the figures are what the whole machine does.
 #![allow(
@@ -52,7 +54,7 @@ struct Options {
     stdio: bool,
     sessions: usize,
     at_once: usize,
-    arena_max: Option<String>,
+    server_env: Vec<(String, String)>,
     server: PathBuf,
 }
 
@@ -75,7 +77,12 @@ fn options() -> Option<Options> {
         stdio: only_stdio || !only_http,
         sessions: value("--sessions").map_or(1000, |n| n.parse().expect("--sessions N")),
         at_once: value("--at-once").map_or(100, |n| n.parse().expect("--at-once N")),
-        arena_max: value("--arena-max"),
+        server_env: args
+            .windows(2)
+            .filter(|pair| pair[0] == "--server-env")
+            .filter_map(|pair| pair[1].split_once('='))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect(),
         server: value("--server").map_or_else(|| PathBuf::from(BIN), PathBuf::from),
     })
 }
@@ -223,10 +230,9 @@ fn hold(parties: usize) -> Arc<Hold> {
 async fn http(options: &Options) {
     let dir = workspace();
     let env: Vec<(&str, &str)> = options
-        .arena_max
-        .as_deref()
-        .map(|n| ("MALLOC_ARENA_MAX", n))
-        .into_iter()
+        .server_env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
     let server = start_http(&options.server, dir.path(), &env).unwrap();
     let pid = server.child.id();
@@ -235,11 +241,9 @@ async fn http(options: &Options) {
     let start = rss_kib(pid).unwrap();
     println!(
         "\n## HTTP, one server{}",
-        options
-            .arena_max
-            .as_deref()
-            .map(|n| format!(" (MALLOC_ARENA_MAX={n})"))
-            .unwrap_or_default()
+        env.iter()
+            .map(|(name, value)| format!(" {name}={value}"))
+            .collect::<String>()
     );
     session(&target, "warm", None).await.unwrap();
     tokio::time::sleep(SETTLE).await;

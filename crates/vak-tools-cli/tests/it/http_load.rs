@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::BIN;
 use crate::load::{
     HttpServer, Target, descendants, healthz, http_call, http_session_known, populate, rss_kib,
-    run_sessions, session, start_http,
+    run_sessions, session, start_http, stateless_call,
 };
 use crate::procs::shells_tagged;
 
@@ -155,4 +155,59 @@ async fn a_session_id_from_one_server_is_404_on_another() {
         .await
         .unwrap();
     assert_eq!(again.calls.len(), 10);
+}
+
+/// Protocol 2026-07-28 needs no session, so no affinity: the same request is served alike by
+/// any server of the workspace. What such requests share stays in the server that ran them:
+/// `recall` of a windowed result reaches it on that server only, and says so elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_a_session_is_served_by_either_server() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path()).unwrap();
+    let long: String = (1..=5000)
+        .map(|n| format!("line {n} of a long file\n"))
+        .collect();
+    std::fs::write(dir.path().join("long.txt"), long).unwrap();
+    let a = served(dir.path());
+    let b = served(dir.path());
+
+    let expected = (0..10)
+        .map(|k| format!("src/m{k}.rs:3:let needle = {k};\n"))
+        .collect::<String>()
+        + "[10 files searched; 0 skipped]";
+    for port in [a.port, b.port] {
+        let (status, reply) =
+            stateless_call(port, "grep", json!({"pattern": "needle", "path": "src"}))
+                .await
+                .unwrap();
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        assert_eq!(reply["result"]["content"][0]["text"], expected.as_str());
+    }
+
+    // A windowed read on A names the `recall` that returns the rest.
+    let (_, reply) = stateless_call(a.port, "read", json!({"path": "long.txt"}))
+        .await
+        .unwrap();
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let call_id = text
+        .split("\"call_id\": \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no recall named in {text:?}"))
+        .to_owned();
+    let recall = json!({"call_id": call_id, "from_line": 1000, "to_line": 1001});
+    let (_, on_a) = stateless_call(a.port, "recall", recall.clone())
+        .await
+        .unwrap();
+    assert_eq!(on_a["result"]["isError"], false, "{on_a}");
+    assert_eq!(
+        on_a["result"]["content"][0]["text"],
+        "  1000\tline 1000 of a long file\n  1001\tline 1001 of a long file\n",
+        "{on_a}"
+    );
+    let (_, on_b) = stateless_call(b.port, "recall", recall).await.unwrap();
+    assert_eq!(on_b["result"]["isError"], true, "{on_b}");
 }
