@@ -516,13 +516,8 @@ fn each_session_has_its_own_jobs_ended_with_it_and_with_the_server() {
 
 #[test]
 fn the_python_sdk_makes_100_calls_from_10_sessions_bounded_and_apart() {
-    if let Err(why) = python_sdk() {
-        // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{why}: install it with `pip install \"mcp>=2\"` (cargo xtask ci does)"
-        );
-        eprintln!("skipped: {why}; install it with `pip install \"mcp>=2\"`");
+    // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
+    if !vak_test_support::python::mcp_sdk_or_skip() {
         return;
     }
     const MAX_CALLS: usize = 8;
@@ -557,28 +552,4 @@ fn the_python_sdk_makes_100_calls_from_10_sessions_bounded_and_apart() {
         !stderr.contains("Session termination failed"),
         "the SDK could not end its sessions: {stderr}"
     );
-}
-
-/// Whether `python3` with the `mcp` SDK 2.x can run here.
-fn python_sdk() -> Result<(), String> {
-    let probe = Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.metadata as m, mcp; print(m.version('mcp'))",
-        ])
-        .output()
-        .map_err(|error| format!("python3 cannot run ({error})"))?;
-    let version = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
-    match version
-        .split('.')
-        .next()
-        .and_then(|major| major.parse::<u32>().ok())
-    {
-        Some(major) if major >= 2 => Ok(()),
-        Some(_) => Err(format!("the Python MCP SDK is {version}, not 2.x")),
-        None => Err(format!(
-            "the Python MCP SDK is missing ({})",
-            String::from_utf8_lossy(&probe.stderr).trim()
-        )),
-    }
 }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::BIN;
 use crate::procs::running_with;
+use vak_test_support::procs::children_of;
 
 /// The permission modes the tests run in, as `.vak/config.toml` sets them.
 const MODES: [&str; 2] = ["workspace-write", "full-access"];
@@ -53,22 +54,6 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, value: Value)
         .collect::<Vec<_>>()
         .join("\n");
     (text, result.is_error == Some(true))
-}
-
-/// The live children of `parent`: (pid, command line).
-fn children_of(parent: u32) -> Vec<(u32, String)> {
-    running_with("")
-        .into_iter()
-        .filter(|(pid, _)| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rsplit(')')
-                    .next()
-                    .and_then(|rest| rest.split_whitespace().nth(1))
-                    .and_then(|ppid| ppid.parse::<u32>().ok())
-                    == Some(parent)
-            })
-        })
-        .collect()
 }
 
 /// Waits (at most 15 s) until every process of `pids` is gone.
@@ -227,41 +212,10 @@ async fn a_background_server_answers_a_later_curl_and_job_output_is_windowed() {
     client.cancel().await.unwrap();
 }
 
-/// Whether `python3` with the `mcp` SDK 2.x can run here.
-fn python_sdk() -> Result<(), String> {
-    let probe = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.metadata as m, mcp; print(m.version('mcp'))",
-        ])
-        .output()
-        .map_err(|error| format!("python3 cannot run ({error})"))?;
-    let version = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
-    let major: u32 = version
-        .split('.')
-        .next()
-        .and_then(|major| major.parse().ok())
-        .ok_or_else(|| {
-            format!(
-                "the Python MCP SDK is missing ({})",
-                String::from_utf8_lossy(&probe.stderr).trim()
-            )
-        })?;
-    if major < 2 {
-        return Err(format!("the Python MCP SDK is {version}, not 2.x"));
-    }
-    Ok(())
-}
-
 #[test]
 fn progress_notifications_reach_a_python_sdk_client() {
-    if let Err(why) = python_sdk() {
-        // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{why}: install it with `pip install \"mcp>=2\"` (cargo xtask ci does)"
-        );
-        eprintln!("skipped: {why}; install it with `pip install \"mcp>=2\"`");
+    // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
+    if !vak_test_support::python::mcp_sdk_or_skip() {
         return;
     }
     let dir = workspace("workspace-write");

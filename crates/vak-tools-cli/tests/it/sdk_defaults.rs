@@ -11,27 +11,6 @@ use serde_json::Value;
 
 use crate::BIN;
 
-/// Whether the Python SDK 2.x is here; CI installs it (`cargo xtask ci`), and there its absence
-/// fails the test.
-fn sdk_present() -> bool {
-    let present = Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.metadata as m, sys, mcp; \
-             sys.exit(int(m.version('mcp').split('.')[0]) < 2)",
-        ])
-        .status()
-        .is_ok_and(|status| status.success());
-    if !present {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the Python MCP SDK 2.x is missing: `pip install \"mcp>=2\"` (cargo xtask ci does)"
-        );
-        eprintln!("skipped: the Python MCP SDK 2.x is missing; `pip install \"mcp>=2\"`");
-    }
-    present
-}
-
 fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_defaults_client.py");
     let output = Command::new("python3")
@@ -74,7 +53,8 @@ fn check(transport: &str, got: &Value) {
 
 #[test]
 fn the_python_sdk_with_its_defaults_reads_a_4_mib_image_over_http_and_stdio() {
-    if !sdk_present() {
+    // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
+    if !vak_test_support::python::mcp_sdk_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
