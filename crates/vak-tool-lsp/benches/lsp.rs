@@ -3,7 +3,10 @@
 //! edits that add and remove a type error. Compare with `pyright FILE` run cold on the same
 //! file (docs/benchmarks.md has both and the commands).
 //!
-//! `cargo bench -p vak-tool-lsp --bench lsp` (needs `pyright-langserver` on PATH).
+//! `cargo bench -p vak-tool-lsp --bench lsp` (needs `pyright-langserver` on PATH) runs the
+//! server as the user (`full-access`); `cargo bench -p vak-tool-lsp --bench lsp --
+//! workspace-write` (or `read-only`) runs it inside bash's sandbox, with the helper
+//! `vak-sandbox` found next to the benchmark (`cargo build --release -p vak-sandbox` first).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -72,7 +75,13 @@ async fn bench() {
     }
     let mut registry = Registry::new();
     registry.register(Touch);
-    vak_tool_lsp::register(&mut registry, &settings, PermissionMode::FullAccess);
+    let mode = match std::env::args().skip(1).find(|arg| !arg.starts_with('-')) {
+        Some(mode) if mode == "workspace-write" => PermissionMode::WorkspaceWrite,
+        Some(mode) if mode == "read-only" => PermissionMode::ReadOnly,
+        _ => PermissionMode::FullAccess,
+    };
+    println!("mode: {mode:?}");
+    vak_tool_lsp::register(&mut registry, &settings, mode);
     let ctx = ToolContext::new(dir.path()).unwrap();
     let body = (0..200)
         .map(|i| format!("def f{i}(x: int) -> int:\n    return x + {i}\n\n"))

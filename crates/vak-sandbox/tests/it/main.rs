@@ -10,4 +10,5 @@
 
 mod support;
 
+mod confined;
 mod escapes;
