@@ -7,7 +7,8 @@ reached across sessions. Each call takes a slot (a
 folder under `slots/`), notes how many slots it saw, and waits for a `release` file. The script
 waits until the server's limit of calls is reached, checks that no more have started a second
 later, then releases them. Last, each session recalls its own `c1`: sessions do not share a
-ledger. It prints one JSON object for the Rust test (`http.rs`) to check.
+ledger. The client is pinned to the initialize handshake (`mode="legacy"`): that is what
+gives it a session. It prints one JSON object for the Rust test (`http.rs`) to check.
 
 Usage: python3 http_client.py URL TOKEN WORKSPACE MAX_CALLS
 """
@@ -46,7 +47,9 @@ async def main(url: str, token: str, workspace: str, max_calls: str) -> None:
     async def session(index: int, started: anyio.Event) -> None:
         headers = {"Authorization": f"Bearer {token}"}
         async with create_mcp_http_client(headers=headers) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
+            # The initialize handshake (a session): left to itself, the SDK 2.3 picks 2026-07-28,
+            # where requests have no session and so no ledger of their own to compare.
+            async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
                 first = await client.call_tool("bash", {"command": f"echo session-{index}"})
                 if is_error(first):
                     summary["errors"].append(text_of(first))
