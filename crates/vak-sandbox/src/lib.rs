@@ -189,7 +189,10 @@ pub(crate) fn writable_folders(
             } else {
                 Vec::new()
             };
-            (vec![workspace.to_path_buf(), scratch.to_path_buf()], protect)
+            (
+                vec![workspace.to_path_buf(), scratch.to_path_buf()],
+                protect,
+            )
         }
     }
 }

@@ -10,8 +10,8 @@ mod cli;
 mod conformance;
 mod http;
 mod http_2026;
-mod http_sessions;
 mod http_load;
+mod http_sessions;
 mod jobs;
 #[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
 mod load;
