@@ -10,7 +10,7 @@
 //! the control socket ([`Control`], the command's [`ShellEnd`]), [`net_holder`] the session's
 //! network, [`process`] names processes by pid and start time. [`Confined`] runs a long-lived
 //! child (a language server) the same way, with its standard input and output as pipes, and
-//! [`env`] is the environment policy (`[bash.env]`) both apply.
+//! [`env`](mod@env) is the environment policy (`[bash.env]`) both apply.
 #![forbid(unsafe_code)]
 
 mod confined;
