@@ -7,6 +7,7 @@
 //! - [`skip`]: a program or SDK that CI installs: missing under `CI`, the test fails; elsewhere
 //!   it is skipped with a line that says how to install it; [`python`] finds the MCP SDK;
 //! - [`lsp`]: the scenarios run against real language servers, whatever file tools carry them;
+//! - [`sandbox`]: the `vak-sandbox` helper binary, built when missing;
 //! - `net` (feature `net`): a scripted resolver for the guard and loopback origin servers.
 //!
 //! A dev-dependency only, never published (`cargo xtask tidy` checks both).
@@ -24,4 +25,5 @@ pub mod net;
 pub mod pdf;
 pub mod procs;
 pub mod python;
+pub mod sandbox;
 pub mod skip;

@@ -1,8 +1,7 @@
 //! Running the tool under test and checking that a call left no process behind.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -45,34 +44,9 @@ fn marker() -> String {
     )
 }
 
-/// The sandbox helper of the `vak-sandbox` crate, where cargo puts its binary (the folder
-/// above `deps/`, where this test runs). `cargo test -p vak-sandbox -p vak-tool-bash` (or the
-/// whole workspace) builds it; alone, `cargo test -p vak-tool-bash` does not (a binary of
-/// another package), so it is built here once when missing.
+/// The `vak-sandbox` helper binary, built when missing (vak-test-support's).
 pub(crate) fn helper() -> PathBuf {
-    static HELPER: OnceLock<PathBuf> = OnceLock::new();
-    HELPER
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile = exe.parent().and_then(Path::parent).unwrap();
-            let helper = profile.join("vak-sandbox");
-            if !helper.is_file() {
-                let release = profile.file_name() == Some("release".as_ref());
-                #[allow(
-                    clippy::disallowed_methods,
-                    reason = "vak-tool-bash starts processes: here, cargo building the helper"
-                )]
-                let mut cargo = std::process::Command::new(env!("CARGO"));
-                cargo.args(["build", "-p", "vak-sandbox", "--bin", "vak-sandbox"]);
-                if release {
-                    cargo.arg("--release");
-                }
-                let status = cargo.status().unwrap();
-                assert!(status.success() && helper.is_file(), "building vak-sandbox");
-            }
-            helper
-        })
-        .clone()
+    vak_test_support::sandbox::helper()
 }
 
 /// The settings of every test: the sandbox crate's helper, named as cargo built it.

@@ -5,7 +5,6 @@
 mod real;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -418,32 +417,9 @@ async fn servers_stop_with_the_session_even_when_they_hang_on_shutdown() {
     }
 }
 
-/// The sandbox helper of the `vak-sandbox` crate, where cargo puts its binary (the folder
-/// above `deps/`, where this test runs), built once when missing (`cargo test -p
-/// vak-tool-lsp` alone does not build another package's binary).
+/// The `vak-sandbox` helper binary, built when missing (vak-test-support's).
 pub(crate) fn helper() -> PathBuf {
-    static HELPER: OnceLock<PathBuf> = OnceLock::new();
-    HELPER
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile = exe.parent().and_then(Path::parent).unwrap();
-            let helper = profile.join("vak-sandbox");
-            if !helper.is_file() {
-                #[allow(
-                    clippy::disallowed_methods,
-                    reason = "a test builds the sandbox helper with cargo"
-                )]
-                let mut cargo = std::process::Command::new(env!("CARGO"));
-                cargo.args(["build", "-p", "vak-sandbox", "--bin", "vak-sandbox"]);
-                if profile.file_name() == Some("release".as_ref()) {
-                    cargo.arg("--release");
-                }
-                let status = cargo.status().unwrap();
-                assert!(status.success() && helper.is_file(), "building vak-sandbox");
-            }
-            helper
-        })
-        .clone()
+    vak_test_support::sandbox::helper()
 }
 
 /// The confinement of the tests: the sandbox crate's helper, the default `[bash.env]`.

@@ -8,8 +8,8 @@ use serde_json::json;
 use vak_test_support::lsp::{self, CLANGD, Changes, PYRIGHT, Server, TYPESCRIPT};
 use vak_tools::{Config, Registry, ToolContext, registry};
 
-/// The facade's tools with `server` alone on, in full-access (where servers run as the user),
-/// with generous waits: a cold server on a busy machine is slow, and the result is the same
+/// The facade's tools with `server` alone on, in workspace-write (the default mode: the server
+/// runs inside bash's sandbox, through the `vak-sandbox` helper), with generous waits: a cold server on a busy machine is slow, and the result is the same
 /// whenever it comes.
 struct Tools {
     _dir: tempfile::TempDir,
@@ -22,8 +22,11 @@ impl Tools {
         if !server.installed_or_skip() {
             return None;
         }
-        let text = String::from(
-            "[permissions]\nmode = \"full-access\"\n[lsp]\nwait_ms = 90000\ndebounce_ms = 700\n",
+        let helper = vak_test_support::sandbox::helper();
+        let text = format!(
+            "[permissions]\nmode = \"workspace-write\"\n[bash]\nsandbox_helper = {:?}\n\
+             [lsp]\nwait_ms = 90000\ndebounce_ms = 700\n",
+            helper.to_string_lossy()
         );
         let mut config = Config::from_toml_str(&text).unwrap();
         for other in server.others() {
