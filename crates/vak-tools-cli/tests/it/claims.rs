@@ -191,39 +191,22 @@ fn a_read_sent_right_after_an_edit_always_sees_the_edit() {
     }
 }
 
-/// `vak-tools mcp --http 127.0.0.1:0 --no-auth`, killed when dropped, and its port.
+/// `vak-tools mcp --http 127.0.0.1:0 --no-auth` (killed when dropped).
 struct Http {
-    child: std::process::Child,
-    port: u16,
+    served: crate::http::Served,
 }
 
 impl Http {
     fn start(ws: &std::path::Path) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
-            .arg(ws)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let port = line
-            .split("127.0.0.1:")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Self { child, port }
+        Self {
+            served: crate::http::serve(ws, &["--no-auth"], None),
+        }
     }
 
     /// POSTs `body` on a fresh connection; the status, the head and the body of the answer.
     fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, String, String) {
         use std::io::Read;
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.served.port)).unwrap();
         stream
             .set_read_timeout(Some(std::time::Duration::from_secs(1)))
             .unwrap();
@@ -232,7 +215,7 @@ impl Http {
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
              Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
              Content-Length: {}\r\n",
-            self.port,
+            self.served.port,
             body.len()
         );
         for (name, value) in headers {
@@ -295,13 +278,6 @@ impl Http {
             ("Mcp-Session-Id", session),
             ("MCP-Protocol-Version", "2025-03-26"),
         ]
-    }
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

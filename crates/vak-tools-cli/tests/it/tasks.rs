@@ -2,10 +2,9 @@
 //! declares it gets a long call as a task it polls, cancels and reads the result of; a client
 //! that does not sees the plain result, as before.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -251,41 +250,6 @@ async fn an_unknown_task_id_is_a_clear_invalid_params_error() {
     client.cancel().await.unwrap();
 }
 
-/// `vak-tools mcp --http` on a loopback port without a token.
-struct Served {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_http(workspace: &Path) -> Served {
-    let mut child = Command::new(BIN)
-        .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
-        .arg(workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let port = line
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Served { child, port }
-}
-
 /// One POST of `message`; the session id the answer names, and the JSON-RPC reply (from a plain
 /// JSON body or the event stream's `data:` lines), if any.
 fn post(port: u16, session: Option<&str>, message: &Value) -> (Option<String>, Option<Value>) {
@@ -343,7 +307,7 @@ fn open_session(port: u16, capabilities: Value) -> String {
 #[test]
 fn over_http_a_task_is_polled_to_its_result_and_belongs_to_its_session() {
     let dir = tempfile::tempdir().unwrap();
-    let served = serve_http(dir.path());
+    let served = crate::http::serve(dir.path(), &["--no-auth"], None);
     let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     let session = open_session(served.port, tasks.clone());
     let (_, created) = post(
