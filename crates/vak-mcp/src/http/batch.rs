@@ -6,14 +6,13 @@
 //! answer is then an event stream carrying those messages as they come and, last, the batch's
 //! replies as one array. A batch whose calls stream nothing is answered with plain JSON.
 
-use std::pin::Pin;
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http_body_util::channel::Channel;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body as HttpBody, Frame};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -153,15 +152,15 @@ fn streamed(
     mut replies: Vec<Value>,
     mut hearing: mpsc::Receiver<Heard>,
 ) -> Response<Body> {
-    let (events, sent) = mpsc::channel(16);
+    let (mut events, sent) = Channel::<Bytes, Infallible>::new(16);
     tokio::spawn(async move {
-        if events.send(event(&first)).await.is_err() {
+        if events.send_data(event(&first)).await.is_err() {
             return;
         }
         while let Some(member) = hearing.recv().await {
             match member {
                 Heard::Message(message) => {
-                    if events.send(event(&message)).await.is_err() {
+                    if events.send_data(event(&message)).await.is_err() {
                         // The client went: the members' calls end as a lone POST's would.
                         return;
                     }
@@ -169,9 +168,9 @@ fn streamed(
                 Heard::Reply(reply) => replies.push(reply),
             }
         }
-        let _ = events.send(event(&Value::Array(replies))).await;
+        let _ = events.send_data(event(&Value::Array(replies))).await;
     });
-    let mut response = Response::new(Events(sent).boxed());
+    let mut response = Response::new(sent.boxed());
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -182,23 +181,6 @@ fn streamed(
         header::HeaderValue::from_static("no-cache"),
     );
     response
-}
-
-/// A body of the events sent on a channel.
-struct Events(mpsc::Receiver<Bytes>);
-
-impl HttpBody for Events {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|event| event.map(|event| Ok(Frame::data(event))))
-    }
 }
 
 impl Front {
