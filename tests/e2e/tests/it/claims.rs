@@ -30,38 +30,12 @@ fn admit(
 fn bash_orders_against_a_later_read_and_webfetch_does_not() {
     let (_dir, ctx, tools) = setup();
     let scheduler = Scheduler::new();
-    let bash = admit(
-        &scheduler,
-        &tools,
-        &ctx,
-        "bash",
-        "bash",
-        &json!({"command": "make"}),
-    );
-    let fetch = admit(
-        &scheduler,
-        &tools,
-        &ctx,
-        "webfetch",
-        "webfetch",
-        &json!({"url": "https://example.com/"}),
-    );
-    let read = admit(
-        &scheduler,
-        &tools,
-        &ctx,
-        "read",
-        "read",
-        &json!({"path": "f.txt"}),
-    );
-    let grep = admit(
-        &scheduler,
-        &tools,
-        &ctx,
-        "grep",
-        "grep",
-        &json!({"pattern": "x"}),
-    );
+    let admit =
+        |name: &str, args: serde_json::Value| admit(&scheduler, &tools, &ctx, name, name, &args);
+    let bash = admit("bash", json!({"command": "make"}));
+    let fetch = admit("webfetch", json!({"url": "https://example.com/"}));
+    let read = admit("read", json!({"path": "f.txt"}));
+    let grep = admit("grep", json!({"pattern": "x"}));
     assert!(bash.blockers().is_empty());
     assert!(fetch.blockers().is_empty(), "{:?}", fetch.blockers());
     assert_eq!(read.blockers(), ["bash"]);
