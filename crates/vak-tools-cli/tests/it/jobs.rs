@@ -176,7 +176,9 @@ async fn a_background_server_answers_a_later_curl_and_job_output_is_windowed() {
     let (curl, is_error) = call(
         &client,
         "bash",
-        json!({"command": "curl -sS --fail --retry 20 --retry-connrefused --retry-delay 1 http://localhost:8000/page.txt"}),
+        // --retry-all-errors: until python's server listens, the answer can be the proxy's
+        // refusal (an HTTP error, which --retry-connrefused alone does not retry).
+        json!({"command": "curl -sS --fail --retry 20 --retry-all-errors --retry-delay 1 http://localhost:8000/page.txt"}),
     )
     .await;
     assert!(!is_error, "{curl}");
