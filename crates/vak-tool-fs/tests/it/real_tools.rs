@@ -60,17 +60,7 @@ fn iconv(test: &str) -> Option<String> {
 
 /// Runs a program in `dir`; its standard output, or a failure with its standard error.
 fn run(dir: &Path, program: &str, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|error| panic!("{program} {args:?}: {error}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    run_with_input(dir, program, args, b"")
 }
 
 /// Runs a program with `input` on its standard input.
@@ -103,6 +93,28 @@ mod images {
 
     fn exiftool(test: &str) -> Option<String> {
         program(test, &["exiftool"], &["-ver"], ".")
+    }
+
+    /// Writes EXIF orientation `value` into `file`, in place.
+    fn set_orientation(dir: &Path, exiftool: &str, value: u8, file: &str) {
+        let tag = format!("-Orientation={value}");
+        run(
+            dir,
+            exiftool,
+            &["-q", "-overwrite_original", &tag, "-n", file],
+        );
+    }
+
+    /// The EXIF orientation exiftool reads in `file` ("" when it has none).
+    fn orientation(dir: &Path, exiftool: &str, file: &str) -> String {
+        let tag = run(dir, exiftool, &["-s3", "-Orientation", "-n", file]);
+        String::from_utf8_lossy(&tag).trim().to_owned()
+    }
+
+    /// The colour space ImageMagick reads in `file` ("CMYK", "sRGB", …).
+    fn colorspace(dir: &Path, magick: &str, file: &str) -> String {
+        let space = run(dir, magick, &[file, "-format", "%[colorspace]", "info:"]);
+        String::from_utf8_lossy(&space).into_owned()
     }
 
     /// The mean colour of a small square around (x, y) of a decoded image.
@@ -160,19 +172,8 @@ mod images {
                 "photo.jpg",
             ],
         );
-        run(
-            dir,
-            &exiftool,
-            &[
-                "-q",
-                "-overwrite_original",
-                "-Orientation=6",
-                "-n",
-                "photo.jpg",
-            ],
-        );
-        let tag = run(dir, &exiftool, &["-s3", "-Orientation", "-n", "photo.jpg"]);
-        assert_eq!(String::from_utf8_lossy(&tag).trim(), "6");
+        set_orientation(dir, &exiftool, 6, "photo.jpg");
+        assert_eq!(orientation(dir, &exiftool, "photo.jpg"), "6");
 
         let out = ws.call("read", json!({"path": "photo.jpg"})).await;
         let text = out.text_content();
@@ -193,8 +194,7 @@ mod images {
         assert!(is_red(colour_at(&pixels, 775, 784)), "right is not red");
         // exiftool, reading what was sent, finds no orientation either.
         fs::write(dir.join("sent.jpg"), &sent).unwrap();
-        let tag = run(dir, &exiftool, &["-s3", "-Orientation", "-n", "sent.jpg"]);
-        assert_eq!(String::from_utf8_lossy(&tag).trim(), "");
+        assert_eq!(orientation(dir, &exiftool, "sent.jpg"), "");
     }
 
     #[tokio::test]
@@ -236,17 +236,7 @@ mod images {
         for (orientation, corner, (width, height)) in cases {
             let name = format!("o{orientation}.jpg");
             fs::copy(dir.join("base.jpg"), dir.join(&name)).unwrap();
-            run(
-                dir,
-                &exiftool,
-                &[
-                    "-q",
-                    "-overwrite_original",
-                    &format!("-Orientation={orientation}"),
-                    "-n",
-                    &name,
-                ],
-            );
+            set_orientation(dir, &exiftool, orientation, &name);
             let out = ws.call("read", json!({"path": name})).await;
             let text = out.text_content();
             assert!(!out.is_error, "{name}: {text}");
@@ -308,8 +298,7 @@ mod images {
                 "stored.png",
             ],
         );
-        let tag = run(dir, &exiftool, &["-s3", "-Orientation", "-n", "turned.png"]);
-        assert_eq!(String::from_utf8_lossy(&tag).trim(), "6");
+        assert_eq!(orientation(dir, &exiftool, "turned.png"), "6");
         let out = ws.call("read", json!({"path": "turned.png"})).await;
         let text = out.text_content();
         assert!(text.contains("EXIF orientation (6)"), "{text}");
@@ -348,12 +337,7 @@ mod images {
                 "cmyk.jpg",
             ],
         );
-        let made = run(
-            dir,
-            &magick,
-            &["cmyk.jpg", "-format", "%[colorspace]", "info:"],
-        );
-        assert_eq!(String::from_utf8_lossy(&made), "CMYK");
+        assert_eq!(colorspace(dir, &magick, "cmyk.jpg"), "CMYK");
         let out = ws.call("read", json!({"path": "cmyk.jpg"})).await;
         let text = out.text_content();
         assert!(!out.is_error, "{text}");
@@ -364,12 +348,7 @@ mod images {
         let (media, sent) = image_block(&out).unwrap();
         assert_eq!(media, "image/jpeg");
         fs::write(dir.join("sent.jpg"), &sent).unwrap();
-        let sent_space = run(
-            dir,
-            &magick,
-            &["sent.jpg", "-format", "%[colorspace]", "info:"],
-        );
-        assert_eq!(String::from_utf8_lossy(&sent_space), "sRGB");
+        assert_eq!(colorspace(dir, &magick, "sent.jpg"), "sRGB");
         let pixels = image::load_from_memory(&sent).unwrap();
         assert!(
             is_red(colour_at(&pixels, 30, 20)),
@@ -447,17 +426,7 @@ mod images {
         }
         // A TIFF's orientation is honoured too.
         fs::copy(dir.join("lzw.tif"), dir.join("turned.tif")).unwrap();
-        run(
-            dir,
-            &exiftool,
-            &[
-                "-q",
-                "-overwrite_original",
-                "-Orientation=8",
-                "-n",
-                "turned.tif",
-            ],
-        );
+        set_orientation(dir, &exiftool, 8, "turned.tif");
         let out = ws.call("read", json!({"path": "turned.tif"})).await;
         let text = out.text_content();
         assert!(text.contains("EXIF orientation (8)"), "{text}");
