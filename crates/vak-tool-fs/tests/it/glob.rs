@@ -28,6 +28,15 @@ pub(crate) fn workspace(files: &[(&str, &[u8])]) -> tempfile::TempDir {
     dir
 }
 
+/// [`workspace`] for files whose paths and contents are made at run time.
+pub(crate) fn workspace_owned<C: AsRef<[u8]>>(files: &[(String, C)]) -> tempfile::TempDir {
+    let files: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(path, content)| (path.as_str(), content.as_ref()))
+        .collect();
+    workspace(&files)
+}
+
 pub(crate) fn set_mtime(path: &Path, since_epoch: Duration) {
     let file = std::fs::File::options().write(true).open(path).unwrap();
     file.set_modified(SystemTime::UNIX_EPOCH + since_epoch)
@@ -52,6 +61,14 @@ pub(crate) async fn call_in(ctx: &ToolContext, tool: &str, args: Value) -> ToolO
 
 pub(crate) async fn call(dir: &Path, tool: &str, args: Value) -> ToolOutput {
     call_in(&ToolContext::new(dir).unwrap(), tool, args).await
+}
+
+/// Calls `tool` in `dir` with each case's arguments and checks what the case expects.
+pub(crate) async fn check_cases(dir: &Path, tool: &str, cases: &[(&str, Value, Expect<'_>)]) {
+    for (name, args, expect) in cases {
+        let out = call(dir, tool, args.clone()).await;
+        check(name, &out, expect);
+    }
 }
 
 /// What a case expects.
@@ -294,10 +311,7 @@ async fn glob_cases() {
             Expect::Error("unknown field `dir`"),
         ),
     ];
-    for (name, args, expect) in cases {
-        let out = call(dir.path(), "glob", args.clone()).await;
-        check(name, &out, expect);
-    }
+    check_cases(dir.path(), "glob", cases).await;
 }
 
 /// Every result says how much was looked at and what was skipped, by rule, with numbers.
@@ -378,8 +392,7 @@ async fn newest_first_then_by_path() {
 #[tokio::test]
 async fn results_are_capped_with_a_count() {
     let files: Vec<(String, &[u8])> = (0..7).map(|i| (format!("f{i}.txt"), &b""[..])).collect();
-    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
-    let dir = workspace(&files);
+    let dir = workspace_owned(&files);
     let mut settings = FsSettings::default();
     settings.glob_results = 3;
     let ctx = ToolContext::new(dir.path()).unwrap();
@@ -403,8 +416,7 @@ async fn the_same_tree_gives_the_same_output() {
     let files: Vec<(String, &[u8])> = (0..300)
         .map(|i| (format!("d{}/e{}/f{i}.rs", i % 7, i % 3), &b""[..]))
         .collect();
-    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
-    let dir = workspace(&files);
+    let dir = workspace_owned(&files);
     let first = call(dir.path(), "glob", json!({"pattern": "**/*.rs"})).await;
     assert_eq!(first.text_content().lines().count(), 301);
     for _ in 0..5 {
