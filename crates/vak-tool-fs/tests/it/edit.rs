@@ -21,17 +21,9 @@ use std::time::{Duration, SystemTime};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use vak_tool_core::{Registry, ToolContext, ToolOutput};
+use vak_tool_core::ToolContext;
 
-fn registry() -> Registry {
-    let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-    registry
-}
-
-async fn call(ctx: &ToolContext, name: &str, args: Value) -> ToolOutput {
-    registry().call(name, args, ctx).await
-}
+use crate::support::{call, lines_of, registry, run_fixtures};
 
 /// The hash at the end of a `read` or `edit` result.
 fn hash_in(text: &str) -> Option<String> {
@@ -63,16 +55,6 @@ impl Setup {
             mode: value["mode"].as_u64().map(|mode| mode as u32),
         }
     }
-}
-
-fn lines_of(path: &Path) -> Option<Vec<String>> {
-    let text = fs::read_to_string(path).ok()?;
-    Some(
-        text.lines()
-            .filter(|line| !line.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    )
 }
 
 fn listing(dir: &Path) -> BTreeSet<PathBuf> {
@@ -204,24 +186,7 @@ async fn run_case(case: &Path) -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fixture_cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/edit");
-    let mut cases: Vec<PathBuf> = fs::read_dir(&root)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_dir())
-        .collect();
-    cases.sort();
-    assert!(cases.len() >= 40, "only {} fixture cases", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
-        if let Err(message) = run_case(case).await {
-            failures.push(format!(
-                "{}: {message}",
-                case.file_name().unwrap().to_string_lossy()
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    run_fixtures("edit", 40, run_case).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,5 +16,6 @@ mod patch_crash;
 mod pdf;
 mod read;
 mod real_tools;
+mod support;
 mod tree;
 mod write;

@@ -22,17 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use vak_tool_core::{Registry, ToolContext, ToolOutput};
+use vak_tool_core::{ToolContext, ToolOutput};
 
-fn registry() -> Registry {
-    let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-    registry
-}
-
-async fn call(ctx: &ToolContext, name: &str, args: Value) -> ToolOutput {
-    registry().call(name, args, ctx).await
-}
+use crate::support::{call, lines_of, registry, run_fixtures};
 
 async fn patch(ctx: &ToolContext, text: &str) -> ToolOutput {
     call(ctx, "apply_patch", json!({ "patch": text })).await
@@ -88,16 +80,6 @@ fn copy_tree(from: &Path, to: &Path) {
             fs::write(&target, fs::read(entry.path()).unwrap()).unwrap();
         }
     }
-}
-
-fn lines_of(path: &Path) -> Option<Vec<String>> {
-    let text = fs::read_to_string(path).ok()?;
-    Some(
-        text.lines()
-            .filter(|line| !line.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    )
 }
 
 fn show(tree: &BTreeMap<PathBuf, Vec<u8>>) -> String {
@@ -268,31 +250,7 @@ async fn run_case(case: &Path) -> Result<(), String> {
 
 #[tokio::test]
 async fn fixtures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/patch");
-    let mut cases: Vec<PathBuf> = fs::read_dir(&root)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.is_dir())
-        .collect();
-    cases.sort();
-    assert!(cases.len() >= 50, "only {} fixtures", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
-        if let Err(why) = run_case(case).await {
-            failures.push(format!(
-                "{}: {why}",
-                case.file_name().unwrap().to_string_lossy()
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} fixtures failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    run_fixtures("patch", 50, run_case).await;
 }
 
 /// The hashes in the result are the ones `read` prints, so the next `edit` can use them.

@@ -18,16 +18,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use vak_tool_core::{Registry, ToolContext};
+use vak_tool_core::ToolContext;
+
+use crate::support::registry;
 
 const CHILD: &str = "VAK_PATCH_CRASH_CHILD";
 const FILES: usize = 60;
-
-fn registry() -> Registry {
-    let mut registry = Registry::new();
-    vak_tool_fs::register(&mut registry, &vak_tool_fs::FsSettings::default());
-    registry
-}
 
 /// The tree before the patch.
 fn seed(root: &Path) {
