@@ -241,20 +241,16 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
             })
         }
         ImageKind::Gif => {
-            let mut decoder = image::codecs::gif::GifDecoder::new(Cursor::new(bytes))
-                .map_err(|error| damaged(&error))?;
-            decoder
-                .set_limits(limits(decode_limit))
-                .map_err(|error| damaged(&error))?;
+            let decoder = limited(
+                image::codecs::gif::GifDecoder::new(Cursor::new(bytes)),
+                decode_limit,
+            )?;
             let mut frames = decoder.into_frames();
-            let first = frames
-                .next()
-                .ok_or_else(|| Problem::Damaged("it holds no frame".into()))?
-                .map_err(|error| damaged(&error))?;
+            let first = first_frame(&mut frames)?;
             // A second frame that starts (even a broken one) makes it an animation.
             let animated = frames.next().is_some();
             Ok(Checked {
-                pixels: Some(DynamicImage::ImageRgba8(first.into_buffer())),
+                pixels: Some(first),
                 size,
                 animated,
                 orientation: Orientation::NoTransforms,
@@ -262,67 +258,76 @@ pub(super) fn check(bytes: &[u8], kind: ImageKind, decode_limit: u64) -> Result<
             })
         }
         ImageKind::Webp => {
-            let mut decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(bytes))
-                .map_err(|error| damaged(&error))?;
-            decoder
-                .set_limits(limits(decode_limit))
-                .map_err(|error| damaged(&error))?;
+            let mut decoder = limited(
+                image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)),
+                decode_limit,
+            )?;
             let orientation = decoder_orientation(&mut decoder);
             if decoder.has_animation() {
-                let first = decoder
-                    .into_frames()
-                    .next()
-                    .ok_or_else(|| Problem::Damaged("it holds no frame".into()))?
-                    .map_err(|error| damaged(&error))?;
                 return Ok(Checked {
-                    pixels: Some(DynamicImage::ImageRgba8(first.into_buffer())),
+                    pixels: Some(first_frame(&mut decoder.into_frames())?),
                     size,
                     animated: true,
                     orientation,
                     convert: foreign_format(kind),
                 });
             }
-            let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
-            Ok(Checked {
-                pixels: Some(pixels),
-                size,
-                animated: false,
-                orientation,
-                convert: foreign_format(kind),
-            })
+            still(decoder, orientation, size, kind)
         }
         ImageKind::Tiff => {
-            let mut decoder = image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes))
-                .map_err(|error| damaged(&error))?;
-            decoder
-                .set_limits(limits(decode_limit))
-                .map_err(|error| damaged(&error))?;
+            let mut decoder = limited(
+                image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes)),
+                decode_limit,
+            )?;
             let orientation = decoder_orientation(&mut decoder);
-            let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
-            Ok(Checked {
-                pixels: Some(pixels),
-                size,
-                animated: false,
-                orientation,
-                convert: foreign_format(kind),
-            })
+            still(decoder, orientation, size, kind)
         }
         ImageKind::Bmp => {
-            let mut decoder = image::codecs::bmp::BmpDecoder::new(Cursor::new(bytes))
-                .map_err(|error| damaged(&error))?;
-            decoder
-                .set_limits(limits(decode_limit))
-                .map_err(|error| damaged(&error))?;
-            let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
-            Ok(Checked {
-                pixels: Some(pixels),
-                size,
-                animated: false,
-                orientation: Orientation::NoTransforms,
-                convert: foreign_format(kind),
-            })
+            let decoder = limited(
+                image::codecs::bmp::BmpDecoder::new(Cursor::new(bytes)),
+                decode_limit,
+            )?;
+            still(decoder, Orientation::NoTransforms, size, kind)
         }
     }
+}
+
+/// A decoder (GIF, WebP, TIFF, BMP) that may allocate at most `decode_limit` bytes.
+fn limited<D: ImageDecoder>(
+    decoder: image::ImageResult<D>,
+    decode_limit: u64,
+) -> Result<D, Problem> {
+    let mut decoder = decoder.map_err(|error| damaged(&error))?;
+    decoder
+        .set_limits(limits(decode_limit))
+        .map_err(|error| damaged(&error))?;
+    Ok(decoder)
+}
+
+/// The first frame of an animation (GIF, WebP), as pixels.
+fn first_frame(frames: &mut image::Frames<'_>) -> Result<DynamicImage, Problem> {
+    let first = frames
+        .next()
+        .ok_or_else(|| Problem::Damaged("it holds no frame".into()))?
+        .map_err(|error| damaged(&error))?;
+    Ok(DynamicImage::ImageRgba8(first.into_buffer()))
+}
+
+/// A still image of a kind that is always re-encoded (WebP, TIFF, BMP), decoded whole.
+fn still(
+    decoder: impl ImageDecoder,
+    orientation: Orientation,
+    size: (u32, u32),
+    kind: ImageKind,
+) -> Result<Checked, Problem> {
+    let pixels = DynamicImage::from_decoder(decoder).map_err(|error| damaged(&error))?;
+    Ok(Checked {
+        pixels: Some(pixels),
+        size,
+        animated: false,
+        orientation,
+        convert: foreign_format(kind),
+    })
 }
 
 /// Decodes a checked PNG or JPEG into pixels that can be resized.
