@@ -493,7 +493,8 @@ mod tests {
 
     use super::*;
 
-    fn request(path: PathBuf) -> Request {
+    /// A request to edit `path` (shown as `f.txt`), "one" to "two".
+    pub(super) fn request(path: PathBuf) -> Request {
         Request {
             given: path.clone(),
             path,

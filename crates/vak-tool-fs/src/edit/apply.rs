@@ -640,14 +640,6 @@ mod tests {
                 (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a, b),
             }
         }
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: 256,
-            max_global_rejects: 100_000,
-            ..proptest::prelude::ProptestConfig::default()
-        })]
 
         /// At every level, what changes lies inside the text that old_text stands for: each
         /// byte before and after it stays (trailing spaces, curly quotes, CRLF included).

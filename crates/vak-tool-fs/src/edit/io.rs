@@ -94,23 +94,10 @@ pub(super) fn write(request: &Request, bytes: &[u8], stamp: &Stamp) -> Result<Pr
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
-
-    fn request(path: PathBuf) -> Request {
-        Request {
-            given: path.clone(),
-            path,
-            shown: "f.txt".into(),
-            edits: Vec::new(),
-            expect_hash: None,
-            limit: u64::MAX,
-            #[cfg(feature = "notebook")]
-            cell: None,
-        }
-    }
+    use crate::edit::tests::request;
 
     #[test]
     fn a_file_changed_by_someone_else_before_the_rename_is_left_alone() {
