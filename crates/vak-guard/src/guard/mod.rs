@@ -195,14 +195,9 @@ impl Guard {
     pub fn check_url(&self, input: &str, chain: &Chain) -> Result<Url, Refusal> {
         let spelling = host_spelling(input);
         let url = Url::parse(input.trim()).map_err(|error| {
-            self.refusal(
-                Rule::Unparsable {
-                    reason: error.to_string(),
-                },
-                chain,
-            )
-            .with_url(input.trim())
-            .with_spelling(spelling.clone())
+            self.refusal(unparsable(error), chain)
+                .with_url(input.trim())
+                .with_spelling(spelling.clone())
         })?;
         self.check_parsed(&url, spelling, chain)?;
         Ok(url)
@@ -235,9 +230,7 @@ impl Guard {
             return Err(refuse(Rule::BadPort { port }));
         }
         let Some(host) = url.host() else {
-            return Err(refuse(Rule::Unparsable {
-                reason: "the URL has no host".into(),
-            }));
+            return Err(refuse(unparsable("the URL has no host")));
         };
         match self.check_host(&host, chain) {
             Ok(_) => Ok(()),
@@ -251,13 +244,8 @@ impl Guard {
     pub async fn vet(&self, host: &str, chain: &Chain) -> Result<Vetted, Refusal> {
         let spelling = Some(host.to_string());
         let parsed = parse_host(host).map_err(|error| {
-            self.refusal(
-                Rule::Unparsable {
-                    reason: error.to_string(),
-                },
-                chain,
-            )
-            .with_spelling(spelling.clone())
+            self.refusal(unparsable(error), chain)
+                .with_spelling(spelling.clone())
         })?;
         self.vet_host(&borrow_host(&parsed), chain)
             .await
@@ -275,14 +263,9 @@ impl Guard {
         let label = format!("{host}:{port}");
         let spelling = Some(host.to_string());
         let parsed = parse_host(host).map_err(|error| {
-            self.refusal(
-                Rule::Unparsable {
-                    reason: error.to_string(),
-                },
-                chain,
-            )
-            .with_spelling(spelling.clone())
-            .with_url(label.clone())
+            self.refusal(unparsable(error), chain)
+                .with_spelling(spelling.clone())
+                .with_url(label.clone())
         })?;
         self.connect_host(&borrow_host(&parsed), port, label, spelling, chain)
             .await
@@ -294,12 +277,7 @@ impl Guard {
         self.check_parsed(url, None, chain)?;
         let Some(host) = url.host() else {
             return Err(self
-                .refusal(
-                    Rule::Unparsable {
-                        reason: "the URL has no host".into(),
-                    },
-                    chain,
-                )
+                .refusal(unparsable("the URL has no host"), chain)
                 .with_url(url.as_str()));
         };
         let port = url.port_or_known_default().unwrap_or(0);
@@ -360,9 +338,7 @@ impl Guard {
                 let name = normalise_name(domain);
                 let refuse = |rule| self.refusal(rule, chain).with_host(name.clone());
                 if name.is_empty() {
-                    return Err(refuse(Rule::Unparsable {
-                        reason: "empty host name".into(),
-                    }));
+                    return Err(refuse(unparsable("empty host name")));
                 }
                 let listed = self.allow.names_exactly(&name) && chain.may_use_allow();
                 if is_localhost_name(&name) && !listed {
@@ -387,12 +363,7 @@ impl Guard {
             return Ok(vetted);
         }
         let Host::Domain(domain) = host else {
-            return Err(self.refusal(
-                Rule::Unparsable {
-                    reason: "no host".into(),
-                },
-                chain,
-            ));
+            return Err(self.refusal(unparsable("no host"), chain));
         };
         let name = normalise_name(domain);
         let addresses = self.resolver.resolve(&name).await.map_err(|error| {
@@ -488,6 +459,13 @@ impl Guard {
         Refusal::new(rule)
             .at(chain.hops.len(), &chain.hops)
             .with_warnings(self.allow.warnings())
+    }
+}
+
+/// The rule an input breaks when it does not parse; `reason` says why.
+fn unparsable(reason: impl ToString) -> Rule {
+    Rule::Unparsable {
+        reason: reason.to_string(),
     }
 }
 
