@@ -117,16 +117,19 @@ fn next_event(read: &mut Vec<u8>) -> Option<String> {
 /// The JSON-RPC message an event carries in its `data:` lines; `None` for comments, priming
 /// and `retry:` events.
 fn event_message(event: &str) -> Option<Value> {
+    serde_json::from_str(&event_data(event)?).ok()
+}
+
+/// What an event's `data:` lines carry, joined; `None` when they carry nothing (comments,
+/// priming and `retry:` events).
+pub(super) fn event_data(event: &str) -> Option<String> {
     let data: Vec<&str> = event
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .map(|data| data.strip_prefix(' ').unwrap_or(data))
         .collect();
     let data = data.join("\n");
-    if data.trim().is_empty() {
-        return None;
-    }
-    serde_json::from_str(&data).ok()
+    (!data.trim().is_empty()).then_some(data)
 }
 
 /// Whether the request's `Accept` takes `text/event-stream`.

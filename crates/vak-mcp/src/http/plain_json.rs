@@ -110,15 +110,9 @@ fn first_message(read: &[u8]) -> First {
     // What follows the last blank line is an event still being read.
     events.pop();
     for event in events {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| data.strip_prefix(' ').unwrap_or(data))
-            .collect();
-        let data = data.join("\n");
-        if data.trim().is_empty() {
+        let Some(data) = super::batch::event_data(event) else {
             continue;
-        }
+        };
         return match serde_json::from_str::<Value>(&data) {
             Ok(message)
                 if message.get("id").is_some()
