@@ -62,13 +62,44 @@ pub fn send_fd(
     }
 }
 
-/// One end of a control socket, read message by message, descriptors and all.
-pub(crate) struct Link {
-    socket: UnixStream,
+/// What came on a control socket and was not yet claimed, cut into messages: one a line, and
+/// a message that carries a descriptor takes the first one not yet claimed. Both ends read this
+/// way: the tool's `Link` and the helper's blocking `Inbox`.
+#[derive(Default)]
+pub(crate) struct Received {
     /// Bytes received and not yet a whole line.
     pending: Vec<u8>,
     /// Descriptors received and not yet claimed by a message.
     fds: Vec<OwnedFd>,
+}
+
+impl Received {
+    /// Keeps what one receive brought.
+    pub(crate) fn add(&mut self, bytes: &[u8], fds: impl IntoIterator<Item = OwnedFd>) {
+        self.pending.extend_from_slice(bytes);
+        self.fds.extend(fds);
+    }
+
+    /// The next whole message with its descriptor (a line that does not decode is skipped);
+    /// `None` until a whole line has come.
+    pub(crate) fn take(&mut self) -> Option<(Message, Option<OwnedFd>)> {
+        while let Some(at) = self.pending.iter().position(|&byte| byte == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=at).collect();
+            let text = String::from_utf8_lossy(&line[..at]).into_owned();
+            let Some(message) = Message::decode(&text) else {
+                continue;
+            };
+            let fd = (message.carries_fd() && !self.fds.is_empty()).then(|| self.fds.remove(0));
+            return Some((message, fd));
+        }
+        None
+    }
+}
+
+/// One end of a control socket, read message by message, descriptors and all.
+pub(crate) struct Link {
+    socket: UnixStream,
+    received: Received,
 }
 
 impl Link {
@@ -76,8 +107,7 @@ impl Link {
     pub(crate) fn new(socket: std::os::unix::net::UnixStream) -> std::io::Result<Self> {
         Ok(Self {
             socket: UnixStream::from_std(socket)?,
-            pending: Vec::new(),
-            fds: Vec::new(),
+            received: Received::default(),
         })
     }
 
@@ -90,14 +120,8 @@ impl Link {
     /// the other end is closed.
     pub(crate) async fn next(&mut self) -> Option<(Message, Option<OwnedFd>)> {
         loop {
-            if let Some(at) = self.pending.iter().position(|&byte| byte == b'\n') {
-                let line: Vec<u8> = self.pending.drain(..=at).collect();
-                let text = String::from_utf8_lossy(&line[..at]).into_owned();
-                let Some(message) = Message::decode(&text) else {
-                    continue;
-                };
-                let fd = (message.carries_fd() && !self.fds.is_empty()).then(|| self.fds.remove(0));
-                return Some((message, fd));
+            if let Some(found) = self.received.take() {
+                return Some(found);
             }
             if !self.receive().await {
                 return None;
@@ -135,9 +159,8 @@ impl Link {
             match attempt {
                 Ok((0, _)) => return false,
                 Ok((read, fds)) => {
-                    self.pending
-                        .extend_from_slice(bytes.get(..read).unwrap_or_default());
-                    self.fds.extend(fds);
+                    self.received
+                        .add(bytes.get(..read).unwrap_or_default(), fds);
                     return true;
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}

@@ -13,6 +13,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
+use crate::control::Received;
 use crate::spec::Message;
 
 /// The control socket: the helper's standard input.
@@ -96,10 +97,7 @@ pub(crate) fn enter(flags: CloneFlags) -> Result<(), String> {
 /// Messages the tool sends on the control socket, read with blocking calls.
 #[derive(Default)]
 pub(crate) struct Inbox {
-    /// Bytes received and not yet a whole line.
-    pending: Vec<u8>,
-    /// Descriptors received and not yet claimed by a message.
-    fds: Vec<OwnedFd>,
+    received: Received,
 }
 
 impl Inbox {
@@ -107,14 +105,8 @@ impl Inbox {
     /// the tool has closed its end.
     pub(crate) fn next(&mut self) -> Result<Option<(Message, Option<OwnedFd>)>, String> {
         loop {
-            if let Some(at) = self.pending.iter().position(|&byte| byte == b'\n') {
-                let line: Vec<u8> = self.pending.drain(..=at).collect();
-                let text = String::from_utf8_lossy(&line[..at]).into_owned();
-                let Some(message) = Message::decode(&text) else {
-                    continue;
-                };
-                let fd = (message.carries_fd() && !self.fds.is_empty()).then(|| self.fds.remove(0));
-                return Ok(Some((message, fd)));
+            if let Some(found) = self.received.take() {
+                return Ok(Some(found));
             }
             let mut bytes = [0u8; 1024];
             let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
@@ -129,16 +121,17 @@ impl Inbox {
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(error) => return Err(format!("reading the control socket: {error}")),
             };
-            for message in ancillary.drain() {
-                if let RecvAncillaryMessage::ScmRights(fds) = message {
-                    self.fds.extend(fds);
-                }
-            }
+            let fds = ancillary.drain().filter_map(|message| match message {
+                RecvAncillaryMessage::ScmRights(fds) => Some(fds),
+                _ => None,
+            });
+            self.received.add(
+                bytes.get(..received.bytes).unwrap_or_default(),
+                fds.flatten(),
+            );
             if received.bytes == 0 {
                 return Ok(None);
             }
-            self.pending
-                .extend_from_slice(bytes.get(..received.bytes).unwrap_or_default());
         }
     }
 }
