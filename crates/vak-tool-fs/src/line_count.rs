@@ -10,21 +10,25 @@ pub(crate) fn count_lines(bytes: &[u8]) -> u64 {
     }
 }
 
+/// Texts and their line counts, for the tests of every counter (`read`'s scan too).
+#[cfg(test)]
+pub(crate) const EXAMPLES: [(&str, u64); 7] = [
+    ("", 0),
+    ("a", 1),
+    ("a\n", 1),
+    ("a\nb", 2),
+    ("\n", 1),
+    ("\n\n", 2),
+    ("a\r\nb\r\n", 2),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_last_line_without_a_newline_counts() {
-        for (text, lines) in [
-            ("", 0),
-            ("a", 1),
-            ("a\n", 1),
-            ("a\nb", 2),
-            ("\n", 1),
-            ("\n\n", 2),
-            ("a\r\nb\r\n", 2),
-        ] {
+        for (text, lines) in EXAMPLES {
             assert_eq!(count_lines(text.as_bytes()), lines, "{text:?}");
         }
     }
