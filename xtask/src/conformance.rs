@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::{is_root, on_path, project_root, run};
+use crate::{npm_from_apt, on_path, project_root, run};
 
 /// The suite's version: the 0.2 alphas have the 2026-07-28 scenarios.
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
@@ -352,16 +352,7 @@ fn ensure_suite(dir: &Path) -> Result<(), String> {
     if installed(dir) {
         return Ok(());
     }
-    if !on_path("npm") && is_root() && on_path("apt-get") {
-        println!("xtask: installing nodejs and npm with apt-get (for the conformance suite)");
-        let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
-        run("apt-get", &["update", "-qq"], &quiet)?;
-        run(
-            "apt-get",
-            &["install", "-y", "-qq", "nodejs", "npm"],
-            &quiet,
-        )?;
-    }
+    npm_from_apt("the conformance suite")?;
     if !on_path("npm") {
         return Err(
             "the MCP conformance suite needs npm (to install Node.js 22 and the suite into \

@@ -120,9 +120,7 @@ fn ensure_browser() -> Result<(), String> {
         return Ok(());
     }
     println!("xtask: installing chromium with apt-get (not found)");
-    let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
-    run("apt-get", &["update", "-qq"], &quiet)?;
-    run("apt-get", &["install", "-y", "-qq", "chromium"], &quiet)
+    apt_install(&["chromium"])
 }
 
 /// The Python MCP SDK that a test of `vak-tools mcp` drives the server with (a real client,
@@ -220,10 +218,16 @@ fn ensure_file_tools() -> Result<(), String> {
         packages.join(" "),
         names.join(", ")
     );
+    apt_install(&packages)
+}
+
+/// `apt-get update`, then `apt-get install` of `packages`, quietly and without questions (as
+/// root: the callers check).
+fn apt_install(packages: &[&str]) -> Result<(), String> {
     let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
     run("apt-get", &["update", "-qq"], &quiet)?;
     let mut install = vec!["install", "-y", "-qq"];
-    install.extend(&packages);
+    install.extend(packages);
     run("apt-get", &install, &quiet)
 }
 
@@ -291,26 +295,27 @@ fn global_tsserver() -> bool {
         })
 }
 
+/// Installs nodejs and npm with apt-get when npm is missing and this is root on a Debian-like
+/// machine; `needed_by` says what for.
+fn npm_from_apt(needed_by: &str) -> Result<(), String> {
+    if !on_path("npm") && is_root() && on_path("apt-get") {
+        println!("xtask: installing nodejs and npm with apt-get (for {needed_by})");
+        apt_install(&["nodejs", "npm"])?;
+    }
+    Ok(())
+}
+
 /// Installs the language servers of the diagnostics tests when missing: pyright,
 /// typescript-language-server and TypeScript 5 from npm, clangd from Debian (apt-get, as root).
 /// Under CI=true those tests fail without them; rust-analyzer cannot be installed here (rustup
 /// would download it) and is not tested.
 fn ensure_language_servers() -> Result<(), String> {
-    let quiet = [("DEBIAN_FRONTEND", "noninteractive")];
     let mut packages: Vec<&str> = NPM_LANGUAGE_SERVERS
         .iter()
         .filter(|(program, _)| !on_path(program))
         .map(|(_, package)| *package)
         .collect();
-    if !on_path("npm") && is_root() && on_path("apt-get") {
-        println!("xtask: installing nodejs and npm with apt-get (for the language servers)");
-        run("apt-get", &["update", "-qq"], &quiet)?;
-        run(
-            "apt-get",
-            &["install", "-y", "-qq", "nodejs", "npm"],
-            &quiet,
-        )?;
-    }
+    npm_from_apt("the language servers")?;
     if on_path("npm") {
         if !global_tsserver() {
             packages.push("typescript@5");
@@ -333,8 +338,7 @@ fn ensure_language_servers() -> Result<(), String> {
     if !on_path("clangd") {
         if is_root() && on_path("apt-get") {
             println!("xtask: installing clangd with apt-get (not found)");
-            run("apt-get", &["update", "-qq"], &quiet)?;
-            run("apt-get", &["install", "-y", "-qq", "clangd"], &quiet)?;
+            apt_install(&["clangd"])?;
         } else {
             println!(
                 "xtask: no clangd, so the diagnostics test with C will fail under CI: install it \
