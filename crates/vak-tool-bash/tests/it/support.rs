@@ -114,16 +114,7 @@ impl Setup {
     /// outlives its call.
     #[allow(dead_code, reason = "used by the jobs tests")]
     pub(crate) async fn tool(&self, name: &str, args: Value) -> Run {
-        let mut registry = Registry::new();
-        vak_tool_bash::register(
-            &mut registry,
-            &self.settings,
-            &vak_guard::GuardSettings::default(),
-            self.mode,
-        );
-        let out = registry.call(name, args, &self.ctx).await;
-        let text = out.text_content();
-        Run { out, text }
+        self.tool_in(name, args, &self.ctx).await
     }
 
     /// Ends the session of the setup's context (its jobs go with it) and starts a new one.
@@ -134,6 +125,12 @@ impl Setup {
 
     /// Calls `bash` in another context without the check.
     pub(crate) async fn call_raw(&self, args: Value, ctx: &ToolContext) -> Run {
+        self.tool_in("bash", args, ctx).await
+    }
+
+    /// Calls a tool of the crate, registered with the setup's settings and mode, in `ctx`,
+    /// without the check.
+    async fn tool_in(&self, name: &str, args: Value, ctx: &ToolContext) -> Run {
         let mut registry = Registry::new();
         vak_tool_bash::register(
             &mut registry,
@@ -141,7 +138,7 @@ impl Setup {
             &vak_guard::GuardSettings::default(),
             self.mode,
         );
-        let out = registry.call("bash", args, ctx).await;
+        let out = registry.call(name, args, ctx).await;
         let text = out.text_content();
         Run { out, text }
     }
