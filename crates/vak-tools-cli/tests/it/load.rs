@@ -275,31 +275,42 @@ impl Conn {
         let request = request
             .body(Full::new(Bytes::from(text)))
             .map_err(|error| format!("request: {error}"))?;
-        sender
-            .ready()
-            .await
-            .map_err(|error| format!("connection: {error}"))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|error| format!("send: {error}"))?;
-        let status = response.status();
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|error| format!("body: {error}"))?
-            .to_bytes();
+        let response = exchange(sender, request).await?;
         Ok(Answer {
-            status,
-            session,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
+            status: response.status(),
+            session: response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+            body: String::from_utf8_lossy(response.body()).into_owned(),
         })
+    }
+
+    /// A new connection to the HTTP server at `port` that speaks in the open session `id`.
+    async fn in_session(port: u16, id: &str) -> Result<Self, String> {
+        let mut conn = Conn::open(&Target::Http { port }).await?;
+        if let Conn::Http { session, .. } = &mut conn {
+            *session = Some(id.to_owned());
+        }
+        Ok(conn)
+    }
+
+    /// Opens the MCP session: `initialize` (which must agree on [`PROTOCOL`]), then
+    /// `notifications/initialized`.
+    async fn initialize(&mut self) -> Result<(), String> {
+        let init = self
+            .request(
+                1,
+                "initialize",
+                json!({"protocolVersion": PROTOCOL, "capabilities": {},
+                       "clientInfo": {"name": "vak-load", "version": "0"}}),
+            )
+            .await?;
+        if init["result"]["protocolVersion"] != PROTOCOL {
+            return Err(format!("initialize answered {init}"));
+        }
+        self.notify("notifications/initialized").await
     }
 
     /// Sends a request and returns the reply with its id.
@@ -390,6 +401,28 @@ impl Conn {
     }
 }
 
+/// Sends `request` on `sender` once the connection is ready and reads the whole answer.
+async fn exchange(
+    sender: &mut SendRequest<Full<Bytes>>,
+    request: Request<Full<Bytes>>,
+) -> Result<hyper::Response<Bytes>, String> {
+    sender
+        .ready()
+        .await
+        .map_err(|error| format!("connection: {error}"))?;
+    let (head, body) = sender
+        .send_request(request)
+        .await
+        .map_err(|error| format!("send: {error}"))?
+        .into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|error| format!("body: {error}"))?
+        .to_bytes();
+    Ok(hyper::Response::from_parts(head, bytes))
+}
+
 /// The JSON-RPC message with `id` in a body: plain JSON, or the `data:` lines of an SSE stream.
 fn reply_in(body: &str, id: u64) -> Option<Value> {
     let is_it = |message: &Value| message.get("id").and_then(Value::as_u64) == Some(id);
@@ -434,21 +467,7 @@ pub(crate) async fn session(
     let made = tokio::time::timeout(REQUEST_LIMIT, async {
         let started = Instant::now();
         let mut conn = Conn::open(target).await.map_err(fail)?;
-        let init = conn
-            .request(
-                1,
-                "initialize",
-                json!({"protocolVersion": PROTOCOL, "capabilities": {},
-                       "clientInfo": {"name": "vak-load", "version": "0"}}),
-            )
-            .await
-            .map_err(fail)?;
-        if init["result"]["protocolVersion"] != PROTOCOL {
-            return Err(fail(format!("initialize answered {init}")));
-        }
-        conn.notify("notifications/initialized")
-            .await
-            .map_err(fail)?;
+        conn.initialize().await.map_err(fail)?;
         let open = started.elapsed();
         let session_id = match &conn {
             Conn::Http { session, .. } => Some(
@@ -507,11 +526,8 @@ pub(crate) async fn session(
 /// Whether the HTTP server at `port` still knows session `id`: a request on it is answered
 /// (anything but 404) rather than 404 Not Found.
 pub(crate) async fn http_session_known(port: u16, id: &str) -> Result<bool, String> {
-    let mut conn = Conn::open(&Target::Http { port }).await?;
-    if let Conn::Http { session, .. } = &mut conn {
-        *session = Some(id.to_owned());
-    }
-    let answer = conn
+    let answer = Conn::in_session(port, id)
+        .await?
         .http(
             Method::POST,
             Some(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
@@ -522,24 +538,20 @@ pub(crate) async fn http_session_known(port: u16, id: &str) -> Result<bool, Stri
 
 /// A process's resident memory in KiB (`VmRSS` of `/proc/PID/status`).
 pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+    proc_kib(pid, "status", "VmRSS:")
 }
 
 /// A process's proportional set size in KiB (`Pss` of `/proc/PID/smaps_rollup`): its resident
 /// memory with each page shared with other processes counted as its share.
 pub(crate) fn pss_kib(pid: u32) -> Option<u64> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    rollup
-        .lines()
-        .find_map(|line| line.strip_prefix("Pss:"))?
+    proc_kib(pid, "smaps_rollup", "Pss:")
+}
+
+/// The figure in KiB of the line `key … kB` in `/proc/PID/{file}`.
+fn proc_kib(pid: u32, file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(key))?
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -731,24 +743,11 @@ pub(crate) async fn healthz(port: u16) -> Result<Option<Value>, String> {
         .header("host", format!("127.0.0.1:{port}"))
         .body(Full::new(Bytes::new()))
         .map_err(|error| format!("request: {error}"))?;
-    sender
-        .ready()
-        .await
-        .map_err(|error| format!("connection: {error}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|error| format!("send: {error}"))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|error| format!("body: {error}"))?
-        .to_bytes();
-    match status {
+    let response = exchange(sender, request).await?;
+    let bytes = response.body();
+    match response.status() {
         StatusCode::NOT_FOUND => Ok(None),
-        StatusCode::OK => serde_json::from_slice(&bytes)
+        StatusCode::OK => serde_json::from_slice(bytes)
             .map(Some)
             .map_err(|error| format!("/healthz is not JSON ({error}): {bytes:?}")),
         other => Err(format!("/healthz answered {other}: {bytes:?}")),
@@ -759,14 +758,7 @@ pub(crate) async fn healthz(port: u16) -> Result<Option<Value>, String> {
 /// returns its id.
 pub(crate) async fn open_http_session(port: u16) -> Result<String, String> {
     let mut conn = Conn::open(&Target::Http { port }).await?;
-    conn.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": PROTOCOL, "capabilities": {},
-               "clientInfo": {"name": "vak-load", "version": "0"}}),
-    )
-    .await?;
-    conn.notify("notifications/initialized").await?;
+    conn.initialize().await?;
     match conn {
         Conn::Http {
             session: Some(id), ..
@@ -806,23 +798,9 @@ pub(crate) async fn stateless_call(
         .header("mcp-name", tool)
         .body(Full::new(Bytes::from(body.to_string())))
         .map_err(|error| format!("request: {error}"))?;
-    sender
-        .ready()
-        .await
-        .map_err(|error| format!("connection: {error}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|error| format!("send: {error}"))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|error| format!("body: {error}"))?
-        .to_bytes();
-    let reply = reply_in(&String::from_utf8_lossy(&bytes), 1).unwrap_or(Value::Null);
-    Ok((status, reply))
+    let response = exchange(sender, request).await?;
+    let reply = reply_in(&String::from_utf8_lossy(response.body()), 1).unwrap_or(Value::Null);
+    Ok((response.status(), reply))
 }
 
 /// A `tools/call` in the open HTTP session `id` (on a connection of its own); returns the reply.
@@ -832,10 +810,7 @@ pub(crate) async fn http_call(
     tool: &str,
     arguments: Value,
 ) -> Result<Value, String> {
-    let mut conn = Conn::open(&Target::Http { port }).await?;
-    if let Conn::Http { session, .. } = &mut conn {
-        *session = Some(id.to_owned());
-    }
+    let mut conn = Conn::in_session(port, id).await?;
     conn.request(
         7,
         "tools/call",
