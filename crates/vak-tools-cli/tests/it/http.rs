@@ -108,6 +108,12 @@ fn exchange(stream: &mut (impl Read + Write), port: u16, request: &Request<'_>) 
     text.push_str("\r\n");
     text.push_str(&request.body);
     stream.write_all(text.as_bytes()).unwrap();
+    read_reply(stream)
+}
+
+/// Reads an HTTP/1.1 answer to its end (the request said `Connection: close`), its chunked body
+/// joined.
+pub(crate) fn read_reply(stream: &mut impl Read) -> Reply {
     let mut raw = Vec::new();
     // A server that refuses early may reset the connection after its answer.
     let _ = stream.read_to_end(&mut raw);

@@ -2,14 +2,15 @@
 //! idle session ends with its jobs, and a request naming it gets 404), `GET /healthz`,
 //! `[mcp] allowed_origins`, and progress of a call inside a 2025-03-26 batch.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::http::{
-    Reply, Request, TOKEN, eventually, initialize_request, open_session, post, serve, workspace,
+    Reply, Request, TOKEN, eventually, initialize_request, open_session, post, read_reply, serve,
+    workspace,
 };
 use crate::procs::running_with;
 
@@ -22,20 +23,7 @@ fn get(port: u16, path: &str) -> Reply {
     let request =
         format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|status| status.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {raw:?}"));
-    Reply {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
+    read_reply(&mut stream)
 }
 
 /// The health line of the server on `port`.
