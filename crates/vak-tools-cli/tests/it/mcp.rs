@@ -30,7 +30,7 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, value: Value)
         .unwrap()
 }
 
-fn text_of(result: &CallToolResult) -> String {
+pub(crate) fn text_of(result: &CallToolResult) -> String {
     result
         .content
         .iter()

@@ -17,6 +17,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::BIN;
+use crate::mcp::text_of;
 use crate::procs::{process_alive, shells_tagged};
 
 /// The tag (`$0`) of the long shell the cancel test starts, found in the host's `/proc`.
@@ -46,15 +47,6 @@ async fn connect(workspace: &Path, tasks: bool) -> Client {
 fn bash(command: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("bash")
         .with_arguments(json!({"command": command}).as_object().unwrap().clone())
-}
-
-fn text_of(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Polls `tasks/get` until the task ends; its last state.
