@@ -2,13 +2,13 @@
 //! careless or older client sends, and what MCP and JSON-RPC say the answer is.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::BIN;
+use crate::mcp_stdio;
 
 /// Guards against a hang only: an answer that never comes fails the test instead of stalling it.
 const HANG: Duration = Duration::from_secs(60);
@@ -28,14 +28,7 @@ impl Raw {
     }
 
     fn start_in(workspace: tempfile::TempDir) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--workspace"])
-            .arg(workspace.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = mcp_stdio(workspace.path());
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (send, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

@@ -23,10 +23,46 @@ mod signals;
 mod tasks;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 /// The binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_vak-tools");
+
+/// `vak-tools mcp --workspace DIR` over stdio: its standard input and output piped, its
+/// standard error dropped.
+pub(crate) fn mcp_stdio(workspace: &Path) -> Child {
+    Command::new(BIN)
+        .args(["mcp", "--workspace"])
+        .arg(workspace)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The two messages that open an MCP session (protocol 2025-06-18) of a client named `client`:
+/// `initialize` (id 1) and `notifications/initialized`.
+pub(crate) fn handshake(client: &str) -> [serde_json::Value; 2] {
+    [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": client, "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+}
+
+/// Polls until `done` holds (at most 30 s: a bound on a hang, not a timing assertion).
+pub(crate) fn wait_for(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..600 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
 
 /// Runs the binary with `args` in `dir`, feeding `stdin`.
 pub(crate) fn run(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {

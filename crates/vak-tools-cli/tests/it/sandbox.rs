@@ -6,23 +6,11 @@
 
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::json;
 
-use crate::BIN;
 use crate::procs::shells_tagged;
-
-/// Polls until `done` holds (at most 20 s: a bound on a hang, not a timing assertion).
-fn wait_for(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..400 {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("gave up waiting for {what}");
-}
+use crate::{BIN, handshake, mcp_stdio, wait_for};
 
 fn tag(name: &str) -> String {
     format!("vak-cli-{name}-{}", std::process::id())
@@ -51,38 +39,31 @@ fn signal(child: &Child, signal: rustix::process::Signal) {
     rustix::process::kill_process(pid, signal).unwrap();
 }
 
-#[test]
-fn sigkill_of_the_binary_leaves_no_process() {
-    let workspace = tempfile::tempdir().unwrap();
-    let tag = tag("kill");
-    let mut child = start_call(workspace.path(), &tag);
+/// SIGKILL of `vak-tools call` once its command's three sleeps run: they die with `holder`
+/// (the sandbox, the PID namespace).
+fn sigkill_leaves_no_process(workspace: &std::path::Path, name: &str, holder: &str) {
+    let tag = tag(name);
+    let mut child = start_call(workspace, &tag);
     wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
     signal(&child, rustix::process::Signal::KILL);
     child.wait().unwrap();
-    wait_for("the sleeps to die with their sandbox", || {
+    wait_for(&format!("the sleeps to die with their {holder}"), || {
         shells_tagged(&tag).is_empty()
     });
+}
+
+#[test]
+fn sigkill_of_the_binary_leaves_no_process() {
+    let workspace = tempfile::tempdir().unwrap();
+    sigkill_leaves_no_process(workspace.path(), "kill", "sandbox");
 }
 
 /// Issue 22: `full-access` is not sandboxed, but its processes still live in a PID namespace
 /// whose init dies with the tool: SIGKILL of the binary leaves none, not even a `setsid` one.
 #[test]
 fn sigkill_of_the_binary_leaves_no_process_in_full_access() {
-    let workspace = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
-    std::fs::write(
-        workspace.path().join(".vak/config.toml"),
-        "[permissions]\nmode = \"full-access\"\n",
-    )
-    .unwrap();
-    let tag = tag("kill-full");
-    let mut child = start_call(workspace.path(), &tag);
-    wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
-    signal(&child, rustix::process::Signal::KILL);
-    child.wait().unwrap();
-    wait_for("the sleeps to die with their namespace", || {
-        shells_tagged(&tag).is_empty()
-    });
+    let workspace = crate::http::workspace("[permissions]\nmode = \"full-access\"\n");
+    sigkill_leaves_no_process(workspace.path(), "kill-full", "namespace");
 }
 
 #[test]
@@ -113,25 +94,15 @@ fn sigterm_and_sighup_end_the_calls_tree_before_exiting() {
 fn sigterm_to_the_mcp_server_ends_its_calls_trees() {
     let workspace = tempfile::tempdir().unwrap();
     let tag = tag("mcp");
-    let mut child = Command::new(BIN)
-        .args(["mcp", "--workspace"])
-        .arg(workspace.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = mcp_stdio(workspace.path());
     let mut input = child.stdin.take().unwrap();
     let mut send = |message: serde_json::Value| {
         writeln!(input, "{message}").unwrap();
         input.flush().unwrap();
     };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "sandbox-test", "version": "0"}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for message in handshake("sandbox-test") {
+        send(message);
+    }
     let command = format!("setsid sh -c 'sleep 300; :' {tag} & sh -c 'sleep 301; :' {tag}");
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "bash", "arguments": {"command": command}}}));

@@ -3,13 +3,13 @@
 //! SDK refuses any server-sent event over 1 MiB: the server answers with plain JSON when
 //! nothing streams before the reply) and over stdio.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::BIN;
+use crate::http::serve;
 
 fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_defaults_client.py");
@@ -58,26 +58,10 @@ fn the_python_sdk_with_its_defaults_reads_a_4_mib_image_over_http_and_stdio() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let url = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let server = serve(dir.path(), &["--no-auth"], None);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let over_http = run_client(dir.path(), "http", &url);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     check("http", &over_http);
     let dir = tempfile::tempdir().unwrap();
     let over_stdio = run_client(dir.path(), "stdio", BIN);

@@ -3,14 +3,15 @@
 //! killed (even a tree that ignores SIGTERM), and the process exits 0 (issue 22).
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use serde_json::json;
 
-use crate::BIN;
+use crate::http::{open_session, post, serve};
 use crate::procs::shells_tagged;
+use crate::{handshake, mcp_stdio, wait_for};
 
 /// The longest the server may take to exit once signalled. Calls get SIGTERM, then SIGKILL after
 /// `[bash] kill_grace_ms` (500 ms here), and the server exits once they have ended; before the
@@ -18,14 +19,7 @@ use crate::procs::shells_tagged;
 const EXIT_BOUND: Duration = Duration::from_secs(8);
 
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".vak")).unwrap();
-    std::fs::write(
-        dir.path().join(".vak/config.toml"),
-        "[bash]\nkill_grace_ms = 500\n",
-    )
-    .unwrap();
-    dir
+    crate::http::workspace("[bash]\nkill_grace_ms = 500\n")
 }
 
 fn tag(name: &str, signal: Signal) -> String {
@@ -43,14 +37,7 @@ fn stubborn(tag: &str) -> String {
 }
 
 fn wait_for_shell(tag: &str) {
-    let started = Instant::now();
-    while shells_tagged(tag).is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no shell {tag}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(&format!("shell {tag}"), || !shells_tagged(tag).is_empty());
 }
 
 /// Signals `child` and waits for it to exit; whether it exited 0 within [`EXIT_BOUND`].
@@ -74,14 +61,7 @@ fn sigterm_and_sighup_end_the_stdio_server_with_its_client_still_connected() {
     for signal in [Signal::TERM, Signal::HUP] {
         let dir = workspace();
         let tag = tag("stdio", signal);
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--workspace"])
-            .arg(dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = mcp_stdio(dir.path());
         let mut input = child.stdin.take().unwrap();
         let output = child.stdout.take().unwrap();
         let lines = std::thread::spawn(move || {
@@ -90,11 +70,10 @@ fn sigterm_and_sighup_end_the_stdio_server_with_its_client_still_connected() {
                 .map_while(Result::ok)
                 .collect::<Vec<_>>()
         });
+        let [initialize, initialized] = handshake("signal-test");
         for message in [
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "signal-test", "version": "0"}}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            initialize,
+            initialized,
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "bash", "arguments": {"command": stubborn(&tag)}}}),
         ] {
@@ -125,67 +104,17 @@ fn sigterm_and_sighup_end_the_http_server_and_its_running_calls() {
     for signal in [Signal::TERM, Signal::HUP] {
         let dir = workspace();
         let tag = tag("http", signal);
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--workspace"])
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        let port: u16 = line
-            .split("127.0.0.1:")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        let post = move |body: serde_json::Value, session: Option<&str>| {
-            use std::io::Read;
-            let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-            let body = body.to_string();
-            let session = session
-                .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
-                .unwrap_or_default();
-            write!(
-                stream,
-                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .unwrap();
-            let mut reply = String::new();
-            let _ = stream.read_to_string(&mut reply);
-            reply
-        };
-        let reply = post(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "signal-test", "version": "0"}}}),
-            None,
-        );
-        let session = reply
-            .lines()
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("mcp-session-id")
-                    .then(|| value.trim().to_owned())
-            })
-            .unwrap_or_else(|| panic!("no session: {reply}"));
-        post(
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            Some(&session),
-        );
-        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "bash", "arguments": {"command": stubborn(&tag)}}});
-        let running = std::thread::spawn(move || post(call, Some(&session)));
+        let mut server = serve(dir.path(), &["--no-auth"], None);
+        let port = server.port;
+        let session = open_session(port, "no-auth");
+        let call = post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": stubborn(&tag)}}}))
+        .with("Mcp-Session-Id", session)
+        .with("MCP-Protocol-Version", "2025-06-18");
+        let running = std::thread::spawn(move || call.send(port));
         wait_for_shell(&tag);
         assert!(
-            signal_and_wait(&mut child, signal),
+            signal_and_wait(&mut server.child, signal),
             "{signal:?}: mcp --http did not exit 0 within {EXIT_BOUND:?}"
         );
         assert!(
