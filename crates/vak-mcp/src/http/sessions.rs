@@ -21,12 +21,16 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode, header};
 use http_body_util::BodyExt;
+use hyper::body::{Body as HttpBody, Frame};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
@@ -277,12 +281,33 @@ pub(super) fn busy_until_sent(response: Response<Body>, busy: Option<Busy>) -> R
     let Some(busy) = busy else {
         return response;
     };
-    // The guard lives in the closure, so exactly as long as the body.
-    response.map(|body| {
-        body.map_frame(move |frame| {
-            let _held = &busy;
-            frame
-        })
-        .boxed()
-    })
+    response.map(|body| Held { body, _busy: busy }.boxed())
+}
+
+/// A body holding a guard as long as it lives. Hand-written rather than `map_frame`, which does
+/// not pass on the size hint: an answer of known length would go out chunked instead of with
+/// its `Content-Length` (clients reading raw HTTP, the claims tests among them, see that).
+struct Held {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for Held {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
