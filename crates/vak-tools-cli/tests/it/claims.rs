@@ -2,11 +2,10 @@
 //! `list --json`, and `mcp` ordering conflicting calls by arrival while others run at once.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::{BIN, run};
+use crate::{mcp_stdio, run};
 
 fn claims(dir: &std::path::Path, tool: &str, args: &str) -> Value {
     let output = run(dir, &["claims", tool, args], None);
@@ -89,14 +88,7 @@ struct Server {
 
 impl Server {
     fn start(ws: &std::path::Path) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--workspace"])
-            .arg(ws)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = mcp_stdio(ws);
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
         let mut server = Self {

@@ -24,7 +24,6 @@ mod tasks;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 /// The binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_vak-tools");
@@ -51,17 +50,6 @@ pub(crate) fn handshake(client: &str) -> [serde_json::Value; 2] {
             "clientInfo": {"name": client, "version": "0"}}}),
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ]
-}
-
-/// Polls until `done` holds (at most 30 s: a bound on a hang, not a timing assertion).
-pub(crate) fn wait_for(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..600 {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("gave up waiting for {what}");
 }
 
 /// Runs the binary with `args` in `dir`, feeding `stdin`.

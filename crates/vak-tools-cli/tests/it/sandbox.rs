@@ -9,8 +9,9 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
 
+use crate::http::eventually;
 use crate::procs::shells_tagged;
-use crate::{BIN, handshake, mcp_stdio, wait_for};
+use crate::{BIN, handshake, mcp_stdio};
 
 fn tag(name: &str) -> String {
     format!("vak-cli-{name}-{}", std::process::id())
@@ -44,10 +45,10 @@ fn signal(child: &Child, signal: rustix::process::Signal) {
 fn sigkill_leaves_no_process(workspace: &std::path::Path, name: &str, holder: &str) {
     let tag = tag(name);
     let mut child = start_call(workspace, &tag);
-    wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
+    eventually("the sleeps", || shells_tagged(&tag).len() == 3);
     signal(&child, rustix::process::Signal::KILL);
     child.wait().unwrap();
-    wait_for(&format!("the sleeps to die with their {holder}"), || {
+    eventually(&format!("the sleeps to die with their {holder}"), || {
         shells_tagged(&tag).is_empty()
     });
 }
@@ -75,7 +76,7 @@ fn sigterm_and_sighup_end_the_calls_tree_before_exiting() {
         let workspace = tempfile::tempdir().unwrap();
         let tag = tag(name);
         let child = start_call(workspace.path(), &tag);
-        wait_for("the sleeps", || shells_tagged(&tag).len() == 3);
+        eventually("the sleeps", || shells_tagged(&tag).len() == 3);
         signal(&child, sent);
         let output = child.wait_with_output().unwrap();
         // By the time the binary has exited, the tree is gone: no waiting here.
@@ -106,7 +107,7 @@ fn sigterm_to_the_mcp_server_ends_its_calls_trees() {
     let command = format!("setsid sh -c 'sleep 300; :' {tag} & sh -c 'sleep 301; :' {tag}");
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "bash", "arguments": {"command": command}}}));
-    wait_for("the sleeps", || shells_tagged(&tag).len() == 2);
+    eventually("the sleeps", || shells_tagged(&tag).len() == 2);
     signal(&child, rustix::process::Signal::TERM);
     child.wait().unwrap();
     assert!(shells_tagged(&tag).is_empty(), "{:?}", shells_tagged(&tag));

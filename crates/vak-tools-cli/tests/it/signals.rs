@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::json;
 
-use crate::http::{open_session, post, serve};
+use crate::http::{eventually, open_session, post, serve};
 use crate::procs::shells_tagged;
-use crate::{handshake, mcp_stdio, wait_for};
+use crate::{handshake, mcp_stdio};
 
 /// The longest the server may take to exit once signalled. Calls get SIGTERM, then SIGKILL after
 /// `[bash] kill_grace_ms` (500 ms here), and the server exits once they have ended; before the
@@ -37,7 +37,7 @@ fn stubborn(tag: &str) -> String {
 }
 
 fn wait_for_shell(tag: &str) {
-    wait_for(&format!("shell {tag}"), || !shells_tagged(tag).is_empty());
+    eventually(&format!("shell {tag}"), || !shells_tagged(tag).is_empty());
 }
 
 /// Signals `child` and waits for it to exit; whether it exited 0 within [`EXIT_BOUND`].
