@@ -134,13 +134,7 @@ pub(super) fn event_data(event: &str) -> Option<String> {
 
 /// Whether the request's `Accept` takes `text/event-stream`.
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(|item| item.split(';').next().unwrap_or_default().trim())
-        .any(|kind| kind.eq_ignore_ascii_case("text/event-stream") || kind == "*/*")
+    super::plain_json::accepts(headers, "text/event-stream")
 }
 
 /// One server-sent event carrying `message`.

@@ -30,13 +30,18 @@ pub(crate) const JSON_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether the request's `Accept` takes `application/json`.
 pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
+    accepts(headers, "application/json")
+}
+
+/// Whether the request's `Accept` takes the media type `media` (named, or `*/*`).
+pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .map(|item| item.split(';').next().unwrap_or_default().trim())
-        .any(|kind| kind.eq_ignore_ascii_case("application/json") || kind == "*/*")
+        .any(|kind| kind.eq_ignore_ascii_case(media) || kind == "*/*")
 }
 
 /// rmcp's answer to one request, as plain JSON when its first message is the reply (see the
