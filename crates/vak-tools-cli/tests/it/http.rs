@@ -193,6 +193,16 @@ pub(crate) fn initialize_request() -> Value {
         "clientInfo": {"name": "http-test", "version": "0"}}})
 }
 
+/// Opens a session as a 2025-03-26 client (batches; no MCP-Protocol-Version header) with
+/// [`TOKEN`]; returns its id. `notifications/initialized` is left to the caller.
+pub(crate) fn initialize_2025_03_26(port: u16) -> String {
+    let mut initialize = initialize_request();
+    initialize["params"]["protocolVersion"] = json!("2025-03-26");
+    let reply = post(&initialize).bearer(TOKEN).send(port);
+    assert_eq!(reply.message()["result"]["protocolVersion"], "2025-03-26");
+    reply.header("mcp-session-id").unwrap().to_owned()
+}
+
 /// Opens a session with `token`; returns its id.
 pub(crate) fn open_session(port: u16, token: &str) -> String {
     let reply = post(&initialize_request()).bearer(token).send(port);
@@ -360,12 +370,7 @@ fn a_batch_is_answered_as_one_array_under_2025_03_26_and_refused_after() {
     let dir = workspace("");
     let server = serve(dir.path(), &[], Some(TOKEN));
     let port = server.port;
-    // A 2025-03-26 client sends no MCP-Protocol-Version header.
-    let mut initialize = initialize_request();
-    initialize["params"]["protocolVersion"] = json!("2025-03-26");
-    let reply = post(&initialize).bearer(TOKEN).send(port);
-    assert_eq!(reply.message()["result"]["protocolVersion"], "2025-03-26");
-    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let session = initialize_2025_03_26(port);
     let batch = json!([
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 1, "method": "ping"},

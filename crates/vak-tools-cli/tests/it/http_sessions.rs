@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::http::{
-    Reply, Request, TOKEN, eventually, initialize_request, open_session, post, read_reply, serve,
-    workspace,
+    Reply, Request, TOKEN, eventually, initialize_2025_03_26, initialize_request, open_session,
+    post, read_reply, serve, workspace,
 };
 use crate::procs::running_with;
 
@@ -196,12 +196,7 @@ fn progress_of_a_call_in_a_batch_reaches_the_client_before_the_replies() {
     let dir = workspace("[bash]\nprogress_ms = 50\n");
     let server = serve(dir.path(), &[], Some(TOKEN));
     let port = server.port;
-    // A 2025-03-26 client (batches; no MCP-Protocol-Version header).
-    let mut initialize = initialize_request();
-    initialize["params"]["protocolVersion"] = json!("2025-03-26");
-    let reply = post(&initialize).bearer(TOKEN).send(port);
-    assert_eq!(reply.message()["result"]["protocolVersion"], "2025-03-26");
-    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let session = initialize_2025_03_26(port);
     let initialized = post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .bearer(TOKEN)
         .with("Mcp-Session-Id", session.clone())

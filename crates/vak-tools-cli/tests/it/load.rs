@@ -331,13 +331,7 @@ impl Conn {
                     .ok_or_else(|| format!("{method}: no reply {id} in {:?}", answer.body))
             }
             Conn::Stdio { stdin, stdout, .. } => {
-                let input = stdin.as_mut().ok_or("standard input already closed")?;
-                let mut line = message.to_string();
-                line.push('\n');
-                input
-                    .write_all(line.as_bytes())
-                    .await
-                    .map_err(|error| format!("write: {error}"))?;
+                write_line(stdin, &message).await?;
                 loop {
                     let line = stdout
                         .next_line()
@@ -363,15 +357,7 @@ impl Conn {
                 }
                 Ok(())
             }
-            Conn::Stdio { stdin, .. } => {
-                let input = stdin.as_mut().ok_or("standard input already closed")?;
-                let mut line = message.to_string();
-                line.push('\n');
-                input
-                    .write_all(line.as_bytes())
-                    .await
-                    .map_err(|error| format!("write: {error}"))
-            }
+            Conn::Stdio { stdin, .. } => write_line(stdin, &message).await,
         }
     }
 
@@ -399,6 +385,17 @@ impl Conn {
             }
         }
     }
+}
+
+/// Writes `message` as one line on a stdio server's standard input.
+async fn write_line(stdin: &mut Option<ChildStdin>, message: &Value) -> Result<(), String> {
+    let input = stdin.as_mut().ok_or("standard input already closed")?;
+    let mut line = message.to_string();
+    line.push('\n');
+    input
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|error| format!("write: {error}"))
 }
 
 /// Sends `request` on `sender` once the connection is ready and reads the whole answer.

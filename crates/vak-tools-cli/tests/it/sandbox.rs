@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
 
-use crate::http::eventually;
+use crate::http::{eventually, workspace};
 use crate::procs::shells_tagged;
 use crate::{BIN, handshake, mcp_stdio};
 
@@ -63,7 +63,7 @@ fn sigkill_of_the_binary_leaves_no_process() {
 /// whose init dies with the tool: SIGKILL of the binary leaves none, not even a `setsid` one.
 #[test]
 fn sigkill_of_the_binary_leaves_no_process_in_full_access() {
-    let workspace = crate::http::workspace("[permissions]\nmode = \"full-access\"\n");
+    let workspace = workspace("[permissions]\nmode = \"full-access\"\n");
     sigkill_leaves_no_process(workspace.path(), "kill-full", "namespace");
 }
 
@@ -196,14 +196,8 @@ fn doctor_names_the_browser_and_its_version() {
 
 #[test]
 fn the_binary_embeds_the_helper_and_its_sandbox_holds() {
-    let workspace = tempfile::tempdir().unwrap();
     // The binary itself as the helper (the default when no vak-sandbox is installed beside it).
-    std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
-    std::fs::write(
-        workspace.path().join(".vak/config.toml"),
-        format!("[bash]\nsandbox_helper = \"{BIN}\"\n"),
-    )
-    .unwrap();
+    let workspace = workspace(&format!("[bash]\nsandbox_helper = \"{BIN}\"\n"));
     let target = format!("/tmp/{}", tag("write"));
     let args = json!({ "command": format!("echo x > {target}") }).to_string();
     let output = crate::run(workspace.path(), &["call", "bash", &args], None);
@@ -300,13 +294,7 @@ fn doctor_names_the_withheld_variables_never_their_values() {
 fn a_descriptor_the_caller_left_open_does_not_reach_the_command() {
     // The attack of issue 22, route 1, through the binary: `vak-tools call bash … 7>>log`.
     for mode in ["read-only", "workspace-write"] {
-        let workspace = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(workspace.path().join(".vak")).unwrap();
-        std::fs::write(
-            workspace.path().join(".vak/config.toml"),
-            format!("[permissions]\nmode = \"{mode}\"\n"),
-        )
-        .unwrap();
+        let workspace = workspace(&format!("[permissions]\nmode = \"{mode}\"\n"));
         let outside = tempfile::tempdir().unwrap();
         let log = outside.path().join("outside.log");
         std::fs::write(&log, "").unwrap();
