@@ -28,27 +28,24 @@ pub(super) async fn forward(state: Arc<State>, request: Request<Incoming>) -> Re
     };
     url.set_fragment(None);
     let requested = Requested::Url(&url);
-    let denied = |rule, address, detail| Blocked::new(url.as_str(), rule, address, detail);
     match state.dialer.check_url(&url) {
         Ok(()) => {}
         Err(DialError::Denied {
             rule,
             address,
             detail,
-        }) => return state.refuse(requested, denied(rule, address, detail)),
+        }) => {
+            let blocked = Blocked::new(url.as_str(), rule, address, detail);
+            return state.refuse(requested, blocked);
+        }
         Err(DialError::Failed(reason)) => return plain(StatusCode::BAD_REQUEST, &reason),
     }
     let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
         return plain(StatusCode::BAD_REQUEST, "the request URL names no host");
     };
-    let upstream = match state.dialer.dial(host, port).await {
-        Ok((upstream, _address)) => upstream,
-        Err(DialError::Denied {
-            rule,
-            address,
-            detail,
-        }) => return state.refuse(requested, denied(rule, address, detail)),
-        Err(DialError::Failed(reason)) => return state.fail(requested, reason),
+    let upstream = match state.dial(host, port, requested, url.as_str()).await {
+        Ok(upstream) => upstream,
+        Err(answer) => return answer,
     };
     let Ok((mut sender, connection)) =
         hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
+use tokio::net::TcpStream;
 use vak_tool_core::CancellationToken;
 
-use super::dialer::Dialer;
+use super::dialer::{DialError, Dialer};
 use super::reply::{ProxyBody, full, plain};
 use super::{Page, Requested, Watch};
 
@@ -120,6 +121,26 @@ impl State {
             headers.insert(HeaderName::from_static("x-vak-refused"), reason);
         }
         response
+    }
+
+    /// Dials `host:port` for `requested` through the dialer. A refusal (recorded, `shown`
+    /// naming the target) or a failure comes back as the proxy's answer.
+    pub(super) async fn dial(
+        &self,
+        host: &str,
+        port: u16,
+        requested: Requested<'_>,
+        shown: &str,
+    ) -> Result<TcpStream, Response<ProxyBody>> {
+        match self.dialer.dial(host, port).await {
+            Ok((upstream, _address)) => Ok(upstream),
+            Err(DialError::Denied {
+                rule,
+                address,
+                detail,
+            }) => Err(self.refuse(requested, Blocked::new(shown, rule, address, detail))),
+            Err(DialError::Failed(reason)) => Err(self.fail(requested, reason)),
+        }
     }
 
     /// Tells the watch that an allowed request could not be completed; answers `502`.

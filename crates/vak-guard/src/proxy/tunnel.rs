@@ -7,8 +7,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
 use super::Requested;
-use super::dialer::DialError;
-use super::record::{Blocked, State};
+use super::record::State;
 use super::reply::{ProxyBody, empty, plain};
 
 pub(super) async fn tunnel(state: Arc<State>, request: Request<Incoming>) -> Response<ProxyBody> {
@@ -18,17 +17,9 @@ pub(super) async fn tunnel(state: Arc<State>, request: Request<Incoming>) -> Res
     let host = authority.host();
     let port = authority.port_u16().unwrap_or(443);
     let requested = Requested::Tunnel { host, port };
-    let upstream = match state.dialer.dial(host, port).await {
-        Ok((upstream, _address)) => upstream,
-        Err(DialError::Denied {
-            rule,
-            address,
-            detail,
-        }) => {
-            let blocked = Blocked::new(authority.as_str(), rule, address, detail);
-            return state.refuse(requested, blocked);
-        }
-        Err(DialError::Failed(reason)) => return state.fail(requested, reason),
+    let upstream = match state.dial(host, port, requested, authority.as_str()).await {
+        Ok(upstream) => upstream,
+        Err(answer) => return answer,
     };
     let stop = state.stop.clone();
     tokio::spawn(async move {
