@@ -137,6 +137,18 @@ impl Setup {
     }
 }
 
+/// Drives `call` until the browser has asked `server` for `/`; a call that ends first fails the
+/// test.
+async fn until_requested(
+    call: std::pin::Pin<&mut impl std::future::Future<Output = ToolOutput>>,
+    server: &Server,
+) {
+    tokio::select! {
+        output = call => panic!("the call ended before the browser asked for the page: {output:?}"),
+        () = server.requested("/") => {}
+    }
+}
+
 fn html(body: &str) -> Reply {
     Reply::Body(
         "text/html; charset=utf-8",
@@ -389,10 +401,7 @@ async fn cancellation_mid_load_stops_the_browser() {
     tokio::pin!(call);
     // Cancel once the browser is waiting for the page (the call itself ends at its deadline at
     // the latest, so this wait is bounded).
-    tokio::select! {
-        output = &mut call => panic!("the call ended before the browser asked for the page: {output:?}"),
-        () = server.requested("/") => {}
-    }
+    until_requested(call.as_mut(), &server).await;
     setup.ctx.cancel().cancel();
     let output = call.await;
     let text = error_text(&output);
@@ -477,10 +486,7 @@ async fn dropping_the_call_stops_the_browser() {
     {
         let call = setup.browse(json!({"url": server.url("/")}));
         tokio::pin!(call);
-        tokio::select! {
-            output = &mut call => panic!("the call ended before the browser asked for the page: {output:?}"),
-            () = server.requested("/") => {}
-        }
+        until_requested(call.as_mut(), &server).await;
         assert_eq!(server.hits("/"), 1);
         // The call's future is dropped here, mid-load.
     }
