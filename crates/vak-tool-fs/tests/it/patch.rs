@@ -24,38 +24,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use vak_tool_core::{ToolContext, ToolOutput};
 
-use crate::support::{call, lines_of, registry, run_fixtures};
+use crate::support::{call, lines_of, registry, run_fixtures, snapshot};
 
 async fn patch(ctx: &ToolContext, text: &str) -> ToolOutput {
     call(ctx, "apply_patch", json!({ "patch": text })).await
-}
-
-/// Every file (and symbolic link) under `root`, `.vak` excluded: bytes, or `link:TARGET`.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let relative = path.strip_prefix(root).unwrap().to_path_buf();
-            if relative.starts_with(".vak") {
-                continue;
-            }
-            let kind = entry.file_type().unwrap();
-            if kind.is_symlink() {
-                let target = fs::read_link(&path).unwrap();
-                out.insert(relative, format!("link:{}", target.display()).into_bytes());
-            } else if kind.is_dir() {
-                walk(&path, root, out);
-            } else {
-                out.insert(relative, fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 fn mtimes(root: &Path) -> BTreeMap<PathBuf, SystemTime> {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use vak_tool_core::ToolContext;
 
-use crate::support::registry;
+use crate::support::{self, registry};
 
 const CHILD: &str = "VAK_PATCH_CRASH_CHILD";
 const FILES: usize = 60;
@@ -67,23 +67,9 @@ fn patch(forward: bool) -> String {
 
 /// Every file under `root` but `.vak` and the ready flag (folders left empty do not count).
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for entry in fs::read_dir(dir).unwrap().flatten() {
-            let path = entry.path();
-            let relative = path.strip_prefix(root).unwrap().to_path_buf();
-            if relative.starts_with(".vak") || relative == Path::new("ready") {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                walk(&path, root, out);
-            } else {
-                out.insert(relative, fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    let mut files = support::snapshot(root);
+    files.remove(Path::new("ready"));
+    files
 }
 
 /// The child: applies the patch back and forth until killed. Does nothing in a normal run.

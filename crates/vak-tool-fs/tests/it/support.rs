@@ -1,6 +1,7 @@
-//! What the `edit` and `apply_patch` tests share: the registry, a call, and the runner of a
-//! folder of fixture cases.
+//! What the `edit` and `apply_patch` tests share: the registry, a call, the runner of a folder
+//! of fixture cases, and a snapshot of a tree.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -69,4 +70,32 @@ pub(crate) async fn run_fixtures(
         cases.len(),
         failures.join("\n\n")
     );
+}
+
+/// Every file (and symbolic link) under `root`, `.vak` excluded: bytes, or `link:TARGET`.
+pub(crate) fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(root).unwrap().to_path_buf();
+            if relative.starts_with(".vak") {
+                continue;
+            }
+            let kind = entry.file_type().unwrap();
+            if kind.is_symlink() {
+                let target = fs::read_link(&path).unwrap();
+                out.insert(relative, format!("link:{}", target.display()).into_bytes());
+            } else if kind.is_dir() {
+                walk(&path, root, out);
+            } else {
+                out.insert(relative, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
 }
