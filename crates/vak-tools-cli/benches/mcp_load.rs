@@ -49,6 +49,11 @@ const TICKS: f64 = 100.0;
 /// How long the server is left alone after a round before its memory is read.
 const SETTLE: Duration = Duration::from_secs(3);
 
+/// How long the server is left alone before its memory is read a second time, unless `--idle
+/// SECS`: past tokio's 10 s keep-alive of idle blocking threads, so that the threads the round
+/// started have ended and the allocator has had time to give back what it purges on a delay.
+const IDLE: Duration = Duration::from_secs(15);
+
 struct Options {
     http: bool,
     stdio: bool,
@@ -56,6 +61,7 @@ struct Options {
     at_once: usize,
     server_env: Vec<(String, String)>,
     server: PathBuf,
+    idle: Duration,
 }
 
 fn options() -> Option<Options> {
@@ -84,6 +90,9 @@ fn options() -> Option<Options> {
             .map(|(name, value)| (name.to_owned(), value.to_owned()))
             .collect(),
         server: value("--server").map_or_else(|| PathBuf::from(BIN), PathBuf::from),
+        idle: value("--idle").map_or(IDLE, |secs| {
+            Duration::from_secs(secs.parse().expect("--idle SECS"))
+        }),
     })
 }
 
@@ -206,6 +215,21 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
+/// A process's thread count (`Threads` of `/proc/PID/status`).
+fn threads(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Threads:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
 /// The sessions of `/healthz`, when the server serves it.
 async fn sessions_open(port: u16) -> String {
     match healthz(port).await {
@@ -250,8 +274,13 @@ async fn http(options: &Options) {
     let warm = rss_kib(pid).unwrap();
 
     let mut ends = Vec::new();
+    let mut lates = Vec::new();
+    let mut cpus = Vec::new();
+    let mut walls = Vec::new();
+    let mut medians = Vec::new();
     for round in 1..=2 {
         let held = hold(options.at_once);
+        let cpu_before = cpu_seconds(&pid.to_string(), false);
         let started = Instant::now();
         let run = {
             let (target, held) = (target.clone(), held.clone());
@@ -275,7 +304,12 @@ async fn http(options: &Options) {
         held.release.wait().await;
         let outcomes = run.await.unwrap();
         let wall = started.elapsed();
+        let cpu = cpu_seconds(&pid.to_string(), false) - cpu_before;
+        medians.push(latencies(&outcomes));
         report(&format!("round {round}"), outcomes, wall);
+        println!("  server CPU {cpu:.1} s");
+        cpus.push(cpu);
+        walls.push(wall);
         println!(
             "  with {} open: server RSS {:.1} MiB (+{:.2} MiB per session over the warm {:.1} MiB); \
              sessions {open}; {} processes below it, PSS {:.1} MiB",
@@ -289,12 +323,24 @@ async fn http(options: &Options) {
         tokio::time::sleep(SETTLE).await;
         let end = rss_kib(pid).unwrap();
         println!(
-            "  after every session ended: server RSS {:.1} MiB; sessions {}; {} processes below it",
+            "  after every session ended and {} s idle: server RSS {:.1} MiB, {} threads; sessions \
+             {}; {} processes below it",
+            SETTLE.as_secs(),
             mib(end),
+            threads(pid),
             sessions_open(server.port).await,
             descendants(pid).len()
         );
+        tokio::time::sleep(options.idle.saturating_sub(SETTLE)).await;
+        let late = rss_kib(pid).unwrap();
+        println!(
+            "  after {} s idle: server RSS {:.1} MiB, {} threads",
+            options.idle.as_secs(),
+            mib(late),
+            threads(pid),
+        );
         ends.push(end);
+        lates.push(late);
     }
     let last = ends.last().copied().unwrap_or(start);
     println!(
@@ -308,6 +354,39 @@ async fn http(options: &Options) {
         (last as f64 / start as f64 - 1.0) * 100.0,
         cpu_seconds(&pid.to_string(), false),
     );
+    // One line for scripts that compare builds (MiB, ms, s).
+    println!(
+        "SUMMARY start={:.1} one={:.1} r1_{settle}s={:.1} r1_{idle}s={:.1} r2_{settle}s={:.1} \
+         r2_{idle}s={:.1} r1_p50={:.1} r1_p99={:.1} r2_p50={:.1} r2_p99={:.1} r1_wall={:.1} \
+         r2_wall={:.1} r1_cpu={:.1} r2_cpu={:.1}",
+        mib(start),
+        mib(warm),
+        mib(ends[0]),
+        mib(lates[0]),
+        mib(last),
+        mib(lates.last().copied().unwrap_or(start)),
+        ms(medians[0].0),
+        ms(medians[0].1),
+        ms(medians[1].0),
+        ms(medians[1].1),
+        walls[0].as_secs_f64(),
+        walls[1].as_secs_f64(),
+        cpus[0],
+        cpus[1],
+        settle = SETTLE.as_secs(),
+        idle = options.idle.as_secs(),
+    );
+}
+
+/// The p50 and p99 call latency of a round's exact sessions.
+fn latencies(outcomes: &[Result<Outcome, String>]) -> (Duration, Duration) {
+    let mut calls: Vec<Duration> = outcomes
+        .iter()
+        .filter_map(|outcome| outcome.as_ref().ok())
+        .flat_map(|outcome| outcome.calls.iter().map(|(_, took)| *took))
+        .collect();
+    calls.sort();
+    (quantile(&calls, 0.5), quantile(&calls, 0.99))
 }
 
 async fn stdio(options: &Options) {
