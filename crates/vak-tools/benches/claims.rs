@@ -269,26 +269,41 @@ fn longest_chain(batch: &[Call]) -> Duration {
     finish.into_iter().max().unwrap_or_default()
 }
 
-#[divan::bench(sample_count = 20, sample_size = 1)]
-fn scheduler(bencher: divan::Bencher<'_, '_>) {
-    let (rt, batch) = (runtime(), batch());
-    bencher
-        .with_inputs(fixture)
-        .bench_local_refs(|fixture| rt.block_on(scheduled(fixture, &batch)));
+/// How a batch is run: the three policies the docs compare, by the names they give them.
+#[derive(Clone, Copy)]
+enum Policy {
+    /// Every call admitted in arrival order in `vak_tool_core::Scheduler`.
+    Scheduler,
+    /// Read-only calls in parallel, the rest one at a time (today's runtimes).
+    Anchor,
+    /// Every call after the previous one.
+    OneByOne,
 }
 
-#[divan::bench(sample_count = 20, sample_size = 1)]
-fn anchor(bencher: divan::Bencher<'_, '_>) {
-    let (rt, batch) = (runtime(), batch());
-    bencher
-        .with_inputs(fixture)
-        .bench_local_refs(|fixture| rt.block_on(anchored(fixture, &batch)));
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Scheduler => "scheduler",
+            Self::Anchor => "anchor",
+            Self::OneByOne => "one_by_one",
+        })
+    }
 }
 
-#[divan::bench(sample_count = 20, sample_size = 1)]
-fn one_by_one(bencher: divan::Bencher<'_, '_>) {
+#[divan::bench(
+    sample_count = 20,
+    sample_size = 1,
+    args = [Policy::Scheduler, Policy::Anchor, Policy::OneByOne]
+)]
+fn policy(bencher: divan::Bencher<'_, '_>, policy: Policy) {
     let (rt, batch) = (runtime(), batch());
-    bencher
-        .with_inputs(fixture)
-        .bench_local_refs(|fixture| rt.block_on(serial(fixture, &batch)));
+    bencher.with_inputs(fixture).bench_local_refs(|fixture| {
+        rt.block_on(async {
+            match policy {
+                Policy::Scheduler => scheduled(fixture, &batch).await,
+                Policy::Anchor => anchored(fixture, &batch).await,
+                Policy::OneByOne => serial(fixture, &batch).await,
+            }
+        })
+    });
 }
