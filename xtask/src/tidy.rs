@@ -51,6 +51,7 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
     };
     match read_manifest(&root.join("Cargo.toml")) {
         Ok(workspace) => {
+            problems.extend(full_debug_info(&workspace));
             let members: Vec<&toml::Table> = crates.iter().map(|krate| &krate.manifest).collect();
             for dep in unused_workspace_dependencies(&workspace, &members) {
                 problems.push(format!(
@@ -220,6 +221,37 @@ fn over_budget(root: &Path) -> Vec<String> {
 }
 
 /// The distinct crates (name and version) of a `cargo tree --prefix none` listing.
+/// The dev profile's debug info, which the CI disk depends on: with full DWARF in every test
+/// binary a cold `cargo xtask ci` filled the CI machine's disk (stop 31); with line tables for
+/// the workspace and none for dependencies it peaks at 7.7 GB. A problem per setting that
+/// brings full debug info back.
+fn full_debug_info(workspace: &toml::Table) -> Vec<String> {
+    let profile = |path: &[&str]| {
+        path.iter()
+            .try_fold(workspace, |table, key| table.get(*key)?.as_table())
+            .and_then(|table| table.get("debug"))
+            .cloned()
+    };
+    let mut problems = Vec::new();
+    let ours = profile(&["profile", "dev"]);
+    if ours.as_ref().and_then(toml::Value::as_str) != Some("line-tables-only") {
+        problems.push(
+            "Cargo.toml: [profile.dev] debug must be \"line-tables-only\" (full debug info in \
+             every test binary fills the CI disk; CARGO_PROFILE_DEV_DEBUG=full for a debugger)"
+                .to_owned(),
+        );
+    }
+    let dependencies = profile(&["profile", "dev", "package", "*"]);
+    if !matches!(dependencies, Some(toml::Value::Boolean(false))) {
+        problems.push(
+            "Cargo.toml: [profile.dev.package.\"*\"] debug must be false (dependencies' debug \
+             info is copied into every test binary)"
+                .to_owned(),
+        );
+    }
+    problems
+}
+
 fn unique_crates(tree: &str) -> usize {
     tree.lines()
         .map(|line| line.trim_end_matches(" (*)").trim())
@@ -543,6 +575,19 @@ mod tests {
             pulled(tree, &["rustls", "htmd", "hyper-rustls"]),
             ["rustls"]
         );
+    }
+
+    #[test]
+    fn full_debug_info_in_the_dev_profile_is_refused() {
+        let table = |text: &str| text.parse::<toml::Table>().unwrap();
+        let kept = "[profile.dev]\ndebug = \"line-tables-only\"\n\
+                    [profile.dev.package.\"*\"]\ndebug = false\n";
+        assert!(full_debug_info(&table(kept)).is_empty());
+        assert_eq!(full_debug_info(&table("")).len(), 2);
+        let full_ours = kept.replace("\"line-tables-only\"", "\"full\"");
+        assert_eq!(full_debug_info(&table(&full_ours)).len(), 1);
+        let full_deps = kept.replace("false", "true");
+        assert_eq!(full_debug_info(&table(&full_deps)).len(), 1);
     }
 
     #[test]
