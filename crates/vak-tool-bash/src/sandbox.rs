@@ -14,6 +14,16 @@ pub(crate) fn options(settings: &BashSettings) -> vak_sandbox::Options {
         net: net(settings.network),
         shell: settings.shell.clone(),
         unix_sockets: settings.unix_sockets == UnixSockets::Allow,
+        limits: limits(settings),
+        env: settings.env.clone(),
+    }
+}
+
+/// The limits of `settings` (`[bash] max_processes`, `max_memory`) for each command.
+fn limits(settings: &BashSettings) -> vak_sandbox::Limits {
+    vak_sandbox::Limits {
+        max_processes: (settings.max_processes > 0).then_some(settings.max_processes),
+        max_memory: settings.max_memory.bytes(),
     }
 }
 

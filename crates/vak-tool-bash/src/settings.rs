@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::EnvPolicy;
+use vak_sandbox::env::EnvPolicy;
 
 /// `[bash] network`: what a sandboxed command (every mode but `full-access`) may reach.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

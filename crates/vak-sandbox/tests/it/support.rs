@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use tempfile::TempDir;
-use vak_sandbox::{HELPER_ARG, Message, Net, Role, Spec, Stdin};
+use vak_sandbox::wire::{HELPER_ARG, Message, Net, Role, Spec, Stdin};
 
 /// The helper cargo built for these tests.
 pub(crate) const HELPER: &str = env!("CARGO_BIN_EXE_vak-sandbox");

@@ -188,7 +188,7 @@ fn real(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Net, Spec, Stdin};
+    use crate::wire::{Net, Spec, Stdin};
 
     fn plan(mode: PermissionMode) -> Plan {
         Plan {
