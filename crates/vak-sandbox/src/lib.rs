@@ -20,6 +20,7 @@
 mod client;
 mod helper;
 mod limits;
+pub mod settings;
 #[doc(hidden)]
 pub mod wire;
 
