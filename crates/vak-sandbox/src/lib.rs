@@ -22,7 +22,8 @@ mod helper;
 mod limits;
 pub mod settings;
 #[doc(hidden)]
-pub mod wire;
+pub mod testing;
+mod wire;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,9 +36,9 @@ pub use client::process::{Proc, cmdline, signal_name};
 pub use client::spawn::Input;
 pub use client::start::Started;
 pub use client::tree::{BLANK_RESCANS, BLANK_WAIT, Published, Tree};
-pub use client::{Options, Plan, Policy, Unavailable, doctor, mode_name};
+pub use client::{Options, Plan, Policy, doctor, mode_name};
 pub use limits::{Limited, Limits};
-pub use wire::{HELPER_ARG, Net};
+pub use wire::HELPER_ARG;
 
 /// The `main` of the sandbox helper: of the `vak-sandbox` binary, and of `vak-tools` when its
 /// first argument is [`HELPER_ARG`]. Call it before anything starts a thread: entering the

@@ -36,6 +36,7 @@ use vak_tool_core::{PermissionMode, ToolContext};
 
 use crate::client::discover::{find_helper, find_helper_outside};
 use crate::limits::Limits;
+use crate::settings::Network;
 use crate::wire::{Net, Spec, Stdin};
 
 /// Why a sandboxed call cannot run: the mode and the reason, said so that the model knows
@@ -47,11 +48,11 @@ use crate::wire::{Net, Spec, Stdin};
      commands without the sandbox, the person running the agent can set `[permissions] \
      mode = \"full-access\"`"
 )]
-pub struct Unavailable {
+pub(crate) struct Unavailable {
     /// The permission mode.
-    pub mode: &'static str,
+    pub(crate) mode: &'static str,
     /// Why.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// What a caller's settings say about the sandbox of its commands.
@@ -60,7 +61,7 @@ pub struct Options {
     /// The helper to run (`None`: found next to the running program, above it, or on `PATH`).
     pub helper: Option<PathBuf>,
     /// The network the commands get.
-    pub net: Net,
+    pub net: Network,
     /// The shell started as `SHELL -c COMMAND`.
     pub shell: PathBuf,
     /// Whether commands may create Unix sockets (refused by default: a host's Docker or
@@ -87,6 +88,14 @@ impl std::fmt::Debug for Policy {
         f.debug_struct("Policy")
             .field("mode", &self.mode)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the helper is told of a network setting.
+fn wire_net(network: Network) -> Net {
+    match network {
+        Network::None => Net::None,
+        _ => Net::Guarded,
     }
 }
 
@@ -137,7 +146,7 @@ impl Policy {
                 reason,
             }
         })?;
-        let net = options.net;
+        let net = wire_net(options.net);
         let program: Vec<OsString> = vec![
             options.shell.clone().into_os_string(),
             "-c".into(),
@@ -216,7 +225,8 @@ impl Plan {
 
 /// What this machine offers the sandbox, as `vak-tools doctor` prints it: the mode, the
 /// helper, the Landlock ABI, the namespaces, and what `bash` will do in `mode`.
-pub fn doctor(helper: Option<&Path>, net: Net, mode: PermissionMode) -> String {
+pub fn doctor(helper: Option<&Path>, net: Network, mode: PermissionMode) -> String {
+    let net = wire_net(net);
     let mut lines = vec![format!("permission mode: {}", mode_name(mode))];
     let helper = find_helper(helper);
     let mut ready = true;
