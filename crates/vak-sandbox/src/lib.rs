@@ -30,6 +30,7 @@ use std::process::ExitCode;
 
 pub use client::confined::{Confined, ConfinedSetup, STDERR_TAIL};
 pub use client::control::ShellEnd;
+pub use client::deny::{CREDENTIAL_STORES, DenyRead};
 pub use client::discover::RUNNING_PROGRAM;
 pub use client::env;
 pub use client::process::{Proc, cmdline, signal_name};

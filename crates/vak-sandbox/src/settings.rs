@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// `[sandbox]`: every key is optional; a missing one keeps its `[bash]` alias's value, or the
 /// default (see the module docs and `docs/sandbox.md`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SandboxSettings {
@@ -30,6 +30,38 @@ pub struct SandboxSettings {
     pub max_processes: Option<u64>,
     /// The most memory one command may use (`[bash] max_memory`; default `"50%"` of the RAM).
     pub max_memory: Option<MemoryLimit>,
+    /// Paths no sandboxed process (command, job, language server) can read: they read as
+    /// absent, and the file tools refuse them by name. `~` is the home folder of the user the
+    /// tool runs as and `$HOME`; `*` and `?` match within one component; a relative path is
+    /// below the workspace. Default: none beyond the built-in list.
+    pub deny_read: Vec<String>,
+    /// Whether the built-in credential stores ([`crate::CREDENTIAL_STORES`]: `~/.ssh`,
+    /// `~/.aws`, `~/.netrc`, …) are hidden too (default `true`).
+    pub default_deny_read: bool,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        Self {
+            helper: None,
+            network: None,
+            unix_sockets: None,
+            max_processes: None,
+            max_memory: None,
+            deny_read: Vec::new(),
+            default_deny_read: true,
+        }
+    }
+}
+
+impl SandboxSettings {
+    /// What `deny_read` and `default_deny_read` hide.
+    pub fn deny(&self) -> crate::DenyRead {
+        crate::DenyRead {
+            paths: self.deny_read.clone(),
+            defaults: self.default_deny_read,
+        }
+    }
 }
 
 /// `[sandbox] network` (or `[bash] network`): what a sandboxed command (every mode but `full-access`) may reach.

@@ -41,6 +41,7 @@ impl Command {
             join: None,
             write: self.write.clone(),
             protect: Vec::new(),
+            deny: Vec::new(),
             cwd: self.cwd.clone(),
             program: self.program.clone(),
             cgroups: Vec::new(),

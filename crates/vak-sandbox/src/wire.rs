@@ -2,7 +2,7 @@
 //! sends back on its control socket.
 //!
 //! The command line is `HELPER __vak-sandbox ROLE [--net none|guarded] [--stdin
-//! null|pipe|tty] [--join PID:START] [--write DIR]… [--protect DIR]… --cwd DIR -- PROGRAM
+//! null|pipe|tty] [--join PID:START] [--write DIR]… [--protect DIR]… [--deny PATH]… --cwd DIR -- PROGRAM
 //! ARG…`: plain arguments rather than one encoded blob, so a command line as long as the
 //! kernel allows for one argument still fits, and paths need not be UTF-8. The session's
 //! network holder is `HELPER __vak-sandbox net`, with no more arguments.
@@ -68,6 +68,10 @@ pub(crate) struct Spec {
     /// Folders inside a writable one that stay read-only (`<workspace>/.vak`), except for the
     /// writable folders inside them (the scratch folder).
     pub(crate) protect: Vec<PathBuf>,
+    /// Paths that read as absent (`[sandbox] deny_read`, real paths that existed when the
+    /// call was planned): init mounts an empty read-only tmpfs over each folder and an empty
+    /// read-only file over each file.
+    pub(crate) deny: Vec<PathBuf>,
     /// The folder it starts in (a real path).
     pub(crate) cwd: PathBuf,
     /// The program and its arguments: `SHELL -c COMMAND`.
@@ -144,6 +148,10 @@ impl Spec {
             args.push("--protect".into());
             args.push(dir.into());
         }
+        for path in &self.deny {
+            args.push("--deny".into());
+            args.push(path.into());
+        }
         args.push("--cwd".into());
         args.push(self.cwd.as_os_str().into());
         if self.unix_sockets {
@@ -192,6 +200,7 @@ impl Spec {
             join: None,
             write: Vec::new(),
             protect: Vec::new(),
+            deny: Vec::new(),
             cwd: PathBuf::from("/"),
             program: Vec::new(),
             cgroups: Vec::new(),
@@ -231,6 +240,7 @@ impl Spec {
                 }
                 "--write" => spec.write.push(value.into()),
                 "--protect" => spec.protect.push(value.into()),
+                "--deny" => spec.deny.push(value.into()),
                 "--cwd" => spec.cwd = value.into(),
                 "--unix-sockets" => {
                     spec.unix_sockets = match value.to_str() {
@@ -455,6 +465,7 @@ mod tests {
             join: Some((4242, 987_654)),
             write: vec!["/w".into(), "/w/.vak/scratch/a b".into()],
             protect: vec!["/w/.vak".into()],
+            deny: vec!["/home/u/.ssh".into(), "/home/u/.netrc".into()],
             cwd: "/w/sub".into(),
             program: vec![
                 "/bin/bash".into(),

@@ -16,6 +16,7 @@ pub(crate) fn options(settings: &BashSettings) -> vak_sandbox::Options {
         unix_sockets: settings.unix_sockets == UnixSockets::Allow,
         limits: limits(settings),
         env: settings.env.clone(),
+        deny_read: settings.deny_read.clone(),
     }
 }
 

@@ -80,6 +80,11 @@ pub struct BashSettings {
     /// one inside the workspace; the host's sockets become reachable too). `socketpair` works
     /// either way. `full-access` is not sandboxed.
     pub unix_sockets: UnixSockets,
+    /// What sandboxed commands cannot read: `[sandbox] deny_read` and `default_deny_read`
+    /// (not a `[bash]` key: [`BashSettings::with_sandbox`] sets it; default: the built-in
+    /// credential stores).
+    #[serde(skip)]
+    pub deny_read: vak_sandbox::DenyRead,
 }
 
 impl Default for BashSettings {
@@ -101,6 +106,7 @@ impl Default for BashSettings {
             max_processes: 4096,
             max_memory: MemoryLimit::default(),
             unix_sockets: UnixSockets::Deny,
+            deny_read: vak_sandbox::DenyRead::default(),
         }
     }
 }
@@ -125,6 +131,7 @@ impl BashSettings {
         if let Some(max_memory) = sandbox.max_memory {
             self.max_memory = max_memory;
         }
+        self.deny_read = sandbox.deny();
         self
     }
 

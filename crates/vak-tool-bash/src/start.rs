@@ -29,7 +29,7 @@ pub(crate) struct Started {
     /// The sandbox it runs in, outside `full-access`.
     pub(crate) plan: Option<Plan>,
     /// What the environment policy withheld as credentials, named on the first call of a
-    /// session only.
+    /// session only; and what `[sandbox] deny_read` hides, on the first call that names it.
     pub(crate) env_note: Option<String>,
     /// Its limits (`max_processes`, `max_memory`), and the cgroup that holds them.
     pub(crate) limited: Limited,
@@ -71,7 +71,11 @@ pub(crate) async fn start(
         stdout: started.stdout,
         stderr: started.stderr,
         plan: started.plan,
-        env_note: env_note(&started.environment, ctx),
+        // One `note:` line each (a result prefixes the first).
+        env_note: [env_note(&started.environment, ctx), started.deny_note]
+            .into_iter()
+            .flatten()
+            .reduce(|env, deny| format!("{env}\nnote: {deny}")),
         limited: started.limited,
     })
 }

@@ -128,6 +128,7 @@ pub fn registry(config: &Config) -> Registry {
             config.sandbox.helper.clone(),
             vak_tool_lsp::EnvPolicy::default(),
         );
+        let confinement = confinement.with_deny_read(config.sandbox.deny());
         vak_tool_lsp::register_confined(
             &mut registry,
             &config.lsp,

@@ -64,6 +64,8 @@ pub struct ConfinedSetup {
     pub env: Vec<(OsString, OsString)>,
     /// Its limits, set as rlimits by the helper's init.
     pub limits: Limits,
+    /// The paths it cannot read (they read as absent): [`crate::DenyRead::resolve`].
+    pub deny: Vec<PathBuf>,
 }
 
 /// What the helper said about the child so far.
@@ -121,6 +123,7 @@ impl Confined {
             join: None,
             write,
             protect,
+            deny: setup.deny,
             cwd: real(&setup.cwd),
             program: setup.program,
             cgroups: Vec::new(),

@@ -15,6 +15,7 @@
 
 pub(crate) mod confined;
 pub(crate) mod control;
+pub(crate) mod deny;
 pub(crate) mod discover;
 pub mod env;
 pub(crate) mod launch;
@@ -71,6 +72,8 @@ pub struct Options {
     pub limits: Limits,
     /// Which of the context's variables a command sees (`[bash.env]`).
     pub env: env::EnvPolicy,
+    /// What a sandboxed command cannot read (`[sandbox] deny_read`, `default_deny_read`).
+    pub deny_read: deny::DenyRead,
 }
 
 /// How `bash` confines its commands: the permission mode, and the guard its proxy dials
@@ -160,6 +163,7 @@ impl Policy {
                 join: None,
                 write,
                 protect,
+                deny: deny::resolve(&options.deny_read, ctx),
                 cwd: real(cwd),
                 program,
                 cgroups: Vec::new(),
@@ -338,6 +342,7 @@ impl Policy {
                 join: None,
                 write: Vec::new(),
                 protect: Vec::new(),
+                deny: Vec::new(),
                 cwd: cwd.to_path_buf(),
                 program,
                 cgroups: Vec::new(),

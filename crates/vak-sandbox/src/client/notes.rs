@@ -199,6 +199,7 @@ mod tests {
                 join: None,
                 write: vec!["/w".into(), "/w/.vak/scratch/a".into()],
                 protect: vec!["/w/.vak".into()],
+                deny: Vec::new(),
                 cwd: "/w/src".into(),
                 program: vec!["sh".into()],
                 cgroups: Vec::new(),

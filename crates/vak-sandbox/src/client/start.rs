@@ -9,6 +9,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use vak_tool_core::ToolContext;
 
 use crate::client::control::{self, Control};
+use crate::client::deny;
 use crate::client::env::Filtered;
 use crate::client::network::SessionNet;
 use crate::client::spawn::{Input, Launch, Sandboxed, StartError, new_call_id, shell_env, spawn};
@@ -35,6 +36,9 @@ pub struct Started {
     pub environment: Filtered,
     /// Its limits (`max_processes`, `max_memory`), and the cgroup that holds them.
     pub limited: Limited,
+    /// What `[sandbox] deny_read` hides, on the session's first command that names a hidden
+    /// path.
+    pub deny_note: Option<String>,
 }
 
 impl Policy {
@@ -59,6 +63,9 @@ impl Policy {
             // `full-access`: no sandbox, but a PID namespace that dies with the tool.
             plan = self.contain(cwd, options, command);
         }
+        let deny_note = plan
+            .as_ref()
+            .and_then(|plan| deny::note_for(&plan.spec.deny, command, ctx));
         let call_id = new_call_id();
         let mut limited = Limited::default();
         let mut standby = None;
@@ -117,6 +124,7 @@ impl Policy {
                         environment,
                         plan: Some(plan.clone()),
                         limited,
+                        deny_note,
                     });
                 }
                 // It died meanwhile: start this call's helper as if there had been none.
@@ -154,6 +162,7 @@ impl Policy {
             environment: spawned.environment,
             plan,
             limited,
+            deny_note,
         })
     }
 }

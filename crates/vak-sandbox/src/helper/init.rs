@@ -89,7 +89,7 @@ pub(crate) fn init(spec: Spec, standby: bool) -> Result<ExitCode, String> {
         // No confinement: only the namespaces that contain the processes.
         crate::helper::contain::prepare()?;
     } else {
-        mounts::prepare(&spec.write, &spec.protect)?;
+        mounts::prepare(&spec.write, &spec.protect, &spec.deny)?;
         netlink::loopback_up()?;
         if spec.net == Net::Guarded {
             let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
