@@ -237,11 +237,18 @@ impl Config {
         return &self.net;
     }
 
-    /// A tool context for `workspace`: the same as [`ToolContext::new`], since every setting
-    /// of the file reaches the tools through [`registry`](crate::registry). Kept so a caller
-    /// that loads a configuration builds both from it.
+    /// A tool context for `workspace`: [`ToolContext::new`], and outside `full-access` the
+    /// paths `[sandbox] deny_read` hides (the credential stores) hidden from the file tools
+    /// too, which then refuse them by name. Every other setting reaches the tools through
+    /// [`registry`](crate::registry).
     pub fn tool_context(&self, workspace: &Path) -> Result<ToolContext, ContextError> {
-        ToolContext::new(workspace)
+        let ctx = ToolContext::new(workspace)?;
+        #[cfg(any(feature = "bash", feature = "lsp"))]
+        if self.permissions.mode != PermissionMode::FullAccess {
+            let hidden = self.sandbox.deny().resolve(&ctx);
+            return Ok(ctx.with_hidden_paths(hidden));
+        }
+        Ok(ctx)
     }
 }
 
@@ -314,6 +321,26 @@ mod tests {
         assert_eq!(bash.network, Network::None);
         let error = Config::from_toml_str("[sandbox]\nmax_process = 1").unwrap_err();
         assert!(error.to_string().contains("max_process"), "{error}");
+    }
+
+    /// A path of `[sandbox] deny_read` is refused by the file tools' path resolution, outside
+    /// `full-access`.
+    #[cfg(feature = "bash")]
+    #[test]
+    fn deny_read_hides_paths_from_the_tool_context() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(workspace.path().join("keys")).unwrap();
+        std::fs::write(workspace.path().join("keys/id"), "k").unwrap();
+        let config = Config::from_toml_str("[sandbox]\ndeny_read = [\"keys\"]\n").unwrap();
+        let ctx = config.tool_context(workspace.path()).unwrap();
+        let error = ctx.resolve_path("keys/id").unwrap_err();
+        assert!(error.to_string().contains("deny_read"), "{error}");
+        let open = Config::from_toml_str(
+            "[permissions]\nmode = \"full-access\"\n[sandbox]\ndeny_read = [\"keys\"]\n",
+        )
+        .unwrap();
+        let ctx = open.tool_context(workspace.path()).unwrap();
+        assert!(ctx.resolve_path("keys/id").is_ok());
     }
 
     #[cfg(feature = "mcp")]
