@@ -10,7 +10,8 @@
 //! 2. **default excludes**, unless `ignore_default_excludes = true`: drop every variable that
 //!    looks like a credential, by its name or by its value:
 //!    - a name that matches one of [`DEFAULT_EXCLUDES`] (`*KEY*`, `*SECRET*`, `*TOKEN*`,
-//!      `*PASS*`, `*AUTH*`, …; `AUTHOR` does not count as `AUTH`, so `GIT_AUTHOR_NAME` stays,
+//!      `*PASS*`, `*AUTH*`, …; `AUTHOR` does not count as `AUTH`, so `GIT_AUTHOR_NAME` stays
+//!      (but `AUTHORIZATION` does: `HTTP_AUTHORIZATION` goes),
 //!      and `SSH_AUTH_SOCK`, a path, stays too);
 //!    - a value that holds a URL with a password (`postgres://app:pw@db/x`,
 //!      `redis://:pw@cache`) or a well-known token shape (see [`secret_in_value`]): GitHub
@@ -203,6 +204,10 @@ impl Filtered {
 fn credential(key: &OsStr, value: &OsStr) -> Option<&'static str> {
     let name = key.to_string_lossy().to_ascii_uppercase();
     if !KEPT_NAMES.contains(&name.as_str()) {
+        // `AUTHORIZATION` (HTTP_AUTHORIZATION, PROXY_AUTHORIZATION) is a credential.
+        if name.contains("AUTHORIZ") || name.contains("AUTHORIS") {
+            return Some("its name");
+        }
         // `AUTHOR` (GIT_AUTHOR_NAME) and `AUTHORITY` (XAUTHORITY, a path) are not `AUTH`.
         let judged = name.replace("AUTHOR", "");
         if DEFAULT_EXCLUDES
@@ -573,6 +578,10 @@ mod tests {
             ("DOCKER_AUTH_CONFIG", "{}", Some("its name")),
             ("NPM_CONFIG__AUTH", "x", Some("its name")),
             ("OAUTH_CLIENT", "x", Some("its name")),
+            ("HTTP_AUTHORIZATION", "Basic eA==", Some("its name")),
+            ("PROXY_AUTHORIZATION", "Basic eA==", Some("its name")),
+            ("GIT_HTTP_AUTHORIZATION", "Bearer x", Some("its name")),
+            ("API_AUTHORISATION", "x", Some("its name")),
             ("my_api_key", "x", Some("its name")),
             // Withheld by value, whatever the name.
             (
