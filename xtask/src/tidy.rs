@@ -5,23 +5,36 @@
 
 use std::path::{Path, PathBuf};
 
-/// The crates that may start processes.
-const SPAWNING_CRATES: &[&str] = &["vak-tool-bash", "vak-sandbox", "vak-tool-browse"];
+/// Where processes may be started (and the spawn methods of clippy.toml allowed): a crate and
+/// a path below its folder (`""`: the whole crate). vak-sandbox owns every confined process:
+/// its tool side starts them in `client/launch.rs` alone, and inside the helper binary the
+/// outer process starts init, which starts the command; browse starts the browser; vak-tool-lsp
+/// starts a language server itself in `full-access` only, in `launch.rs` (elsewhere through
+/// vak-sandbox's `Confined`). Nobody else, bash included: it asks vak-sandbox (ARCHITECTURE.md,
+/// invariant 7). Test code (after a file's `#[cfg(test)]`) may start what it tests with.
+const SPAWN_PLACES: &[(&str, &str)] = &[
+    ("vak-sandbox", "src/client/launch.rs"),
+    ("vak-sandbox", "src/helper/"),
+    ("vak-tool-browse", ""),
+    ("vak-tool-lsp", "src/launch.rs"),
+];
 /// The crates that may depend on the HTTP stack: the guard (its forward proxy), the two that
 /// fetch, and the MCP library, which serves MCP over HTTP (inbound only: clippy's ban on opening
 /// connections holds there too).
 const HTTP_CRATES: &[&str] = &["vak-guard", "vak-tool-net", "vak-tool-browse", "vak-mcp"];
-/// The crates that may allow the guarded methods of clippy.toml (spawn, connect).
-const GUARDED_METHOD_CRATES: &[&str] = &[
-    "vak-tool-bash",
-    "vak-sandbox",
-    "vak-tool-browse",
-    "vak-guard",
-];
-/// Single files of other crates that may start processes (and allow the spawn methods of
-/// clippy.toml): vak-tool-lsp starts language servers in one place, `launch.rs`, as the user
-/// in `full-access` only (elsewhere through vak-sandbox; ARCHITECTURE.md, invariant 7).
-const ONE_SPAWN_FILES: &[&str] = &["crates/vak-tool-lsp/src/launch.rs"];
+/// Where outbound connections may be opened (and clippy's connect methods allowed): the SSRF
+/// guard, and the session's network holder inside the helper (on the loopback of the session's
+/// own network namespace only).
+const CONNECT_PLACES: &[(&str, &str)] =
+    &[("vak-guard", ""), ("vak-sandbox", "src/helper/holder.rs")];
+
+/// Whether `file` of crate `name` (in `dir`) is one of `places`.
+fn is_place(places: &[(&str, &str)], name: &str, dir: &Path, file: &Path) -> bool {
+    places
+        .iter()
+        .any(|(krate, below)| *krate == name && file.starts_with(dir.join(below)))
+}
+
 /// The crate of helpers the tests share (issue 23): never published, only ever a
 /// dev-dependency, and like xtask free to start processes (its helpers ask `python3` for the MCP
 /// SDK).
@@ -538,26 +551,30 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
         for line in count_unsafe_blocks(&text) {
             unsafe_sites.push(format!("{shown}:{line}"));
         }
+        // Test code: everything after the file's first `#[cfg(test)]`.
+        let tests_from = text
+            .lines()
+            .position(|line| line.trim() == "#[cfg(test)]")
+            .map_or(usize::MAX, |index| index + 1);
+        let spawn_place = is_place(SPAWN_PLACES, name, &krate.dir, file);
+        let connect_place = is_place(CONNECT_PLACES, name, &krate.dir, file);
         for (line, code) in code_lines(&text) {
             for banned in ["todo!(", "unimplemented!(", "dbg!("] {
                 if code.contains(banned) {
                     problems.push(format!("{shown}:{line}: `{banned}` left in the code"));
                 }
             }
-            let spawns = code.contains("Command::new");
-            let one_spawn_file = ONE_SPAWN_FILES.iter().any(|one| file.ends_with(one));
-            let test_code = name == "xtask" || name == TEST_SUPPORT;
-            if spawns && !SPAWNING_CRATES.contains(&name) && !test_code && !one_spawn_file {
+            let test_code = name == "xtask" || name == TEST_SUPPORT || line > tests_from;
+            if code.contains("Command::new") && !spawn_place && !test_code {
                 problems.push(format!(
-                    "{shown}:{line}: only {} start processes",
-                    SPAWNING_CRATES.join(" and ")
+                    "{shown}:{line}: only vak-sandbox (client/launch.rs, helper/), vak-tool-browse \
+                     and vak-tool-lsp's launch.rs start processes"
                 ));
             }
-            let guarded_ok = GUARDED_METHOD_CRATES.contains(&name) || test_code || one_spawn_file;
-            if code.contains("disallowed_methods") && !guarded_ok {
+            if code.contains("disallowed_methods") && !spawn_place && !connect_place && !test_code {
                 problems.push(format!(
-                    "{shown}:{line}: only {} may allow the guarded methods of clippy.toml",
-                    GUARDED_METHOD_CRATES.join(", ")
+                    "{shown}:{line}: only the places that start processes or connect (tidy's \
+                     SPAWN_PLACES, CONNECT_PLACES) may allow the guarded methods of clippy.toml"
                 ));
             }
         }

@@ -21,6 +21,8 @@
 //! refused: the result says so when the command failed with what such a refusal prints.
 
 use std::path::{Path, PathBuf};
+
+use crate::client::Plan;
 use std::time::Duration;
 
 /// The limits of one command; `None` is no limit.
@@ -57,14 +59,14 @@ struct Folder {
 
 /// The cgroup of one call, made by the tool before the helper starts; removed when dropped.
 #[derive(Debug)]
-pub struct Cgroup {
+pub(crate) struct Cgroup {
     folders: Vec<Folder>,
     limits: Limits,
 }
 
 /// A limit the command ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hit {
+pub(crate) enum Hit {
     /// `max_processes`: forks (or thread creations) were refused.
     Processes {
         /// The limit.
@@ -83,7 +85,7 @@ pub enum Hit {
 
 impl Hit {
     /// The result's note: which limit, why, and what to do.
-    pub fn note(&self) -> String {
+    pub(crate) fn note(&self) -> String {
         match *self {
             Hit::Processes { limit, refused } => format!(
                 "the command hit [bash] max_processes = {limit}: {refused} new process{} or \
@@ -107,7 +109,7 @@ impl Hit {
 
 /// The note for a command limited by rlimits (no cgroup) that failed, when its error output
 /// reads like a refusal of one: the kernel counts none of them, so this is the best said.
-pub fn rlimit_note(limits: &Limits, stderr: &str) -> Option<String> {
+pub(crate) fn rlimit_note(limits: &Limits, stderr: &str) -> Option<String> {
     let forks = [
         "fork: retry",
         "Cannot fork",
@@ -150,7 +152,7 @@ impl Cgroup {
     /// Makes the cgroup of a call named `name` (a call id: `vak-`, the tool's pid in
     /// hexadecimal, `-`, the rest) with `limits`; `Err` says why none could be made (the
     /// caller falls back to rlimits).
-    pub fn create(limits: Limits, name: &str) -> Result<Cgroup, String> {
+    pub(crate) fn create(limits: Limits, name: &str) -> Result<Cgroup, String> {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|error| format!("reading /proc/self/mountinfo: {error}"))?;
         let own = std::fs::read_to_string("/proc/self/cgroup")
@@ -214,7 +216,7 @@ impl Cgroup {
     }
 
     /// The folders the helper's first process joins (`cgroup.procs` in each).
-    pub fn folders(&self) -> Vec<PathBuf> {
+    pub(crate) fn folders(&self) -> Vec<PathBuf> {
         self.folders
             .iter()
             .map(|folder| folder.path.clone())
@@ -254,7 +256,7 @@ impl Cgroup {
     }
 
     /// The limits the command ran into, read from the cgroup's event counters.
-    pub fn hits(&self) -> Vec<Hit> {
+    pub(crate) fn hits(&self) -> Vec<Hit> {
         let mut hits = Vec::new();
         for folder in &self.folders {
             if folder.pids
@@ -484,6 +486,65 @@ pub(crate) fn set_rlimits(limits: &Limits) -> Result<(), String> {
         lower(Resource::Data, max, "RLIMIT_DATA")?;
     }
     Ok(())
+}
+
+/// The limits of one running command.
+#[derive(Debug, Default)]
+pub struct Limited {
+    limits: Limits,
+    /// The command's cgroup, when one could be made; removed when this is dropped.
+    cgroup: Option<Cgroup>,
+}
+
+impl Limited {
+    /// Applies `limits` to the command `plan` runs, named `call_id`: a cgroup of its own where
+    /// the machine lets the tool make one, else rlimits set by the helper's init.
+    pub(crate) fn apply(limits: Limits, plan: &mut Plan, call_id: &str) -> Self {
+        if !limits.any() {
+            return Self::default();
+        }
+        Self::prepare(limits, plan);
+        let cgroup = Cgroup::create(limits, call_id).ok();
+        if let Some(cgroup) = &cgroup {
+            plan.spec.cgroups = cgroup.folders();
+        }
+        Self { limits, cgroup }
+    }
+
+    /// Writes `limits` into `plan` (what init sets as rlimits when there is no cgroup, and what
+    /// a helper started ahead must have been started with).
+    pub(crate) fn prepare(limits: Limits, plan: &mut Plan) {
+        if limits.any() {
+            plan.spec.limits = limits;
+        }
+    }
+
+    /// The limits of a command run by a helper started ahead of it, in the `cgroup` made then.
+    pub(crate) fn standing(limits: Limits, cgroup: Option<Cgroup>) -> Self {
+        Self { limits, cgroup }
+    }
+
+    /// Removes the command's cgroup on a blocking thread, off the call's path (two `rmdir`s
+    /// in the cgroup hierarchies take about half a millisecond).
+    pub fn release(self) {
+        if self.cgroup.is_some() {
+            drop(tokio::task::spawn_blocking(move || drop(self)));
+        }
+    }
+
+    /// The notes for a finished command: each limit it hit, and why; with rlimits, a guess
+    /// from its error output when it `failed`.
+    pub fn notes(&self, failed: bool, stderr: &[&str]) -> Vec<String> {
+        match &self.cgroup {
+            Some(cgroup) => cgroup.hits().iter().map(Hit::note).collect(),
+            None if failed && self.limits.any() => stderr
+                .iter()
+                .find_map(|text| rlimit_note(&self.limits, text))
+                .into_iter()
+                .collect(),
+            None => Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]

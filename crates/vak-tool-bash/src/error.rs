@@ -51,65 +51,6 @@ pub(crate) enum BashError {
         /// The path.
         path: PathBuf,
     },
-    /// The configured shell does not exist.
-    #[error(
-        "the shell {} cannot be found ({source}). The shell is set by whoever runs the agent \
-         (`[bash] shell` in .vak/config.toml), not by the call: this tool cannot run commands \
-         until it names an existing shell such as /bin/bash",
-        shell.display()
-    )]
-    ShellMissing {
-        /// The shell path.
-        shell: PathBuf,
-        /// What the lookup said.
-        source: std::io::Error,
-    },
-    /// The configured shell is not an executable file.
-    #[error(
-        "the shell {} is not an executable file. The shell is set by whoever runs the agent \
-         (`[bash] shell` in .vak/config.toml): it must name an executable such as /bin/bash",
-        shell.display()
-    )]
-    ShellNotExecutable {
-        /// The shell path.
-        shell: PathBuf,
-    },
-    /// The scratch folder could not be created.
-    #[error(
-        "the scratch folder for temporary files cannot be created ({source}); check that the \
-         workspace is writable"
-    )]
-    Scratch {
-        /// What creating it said.
-        source: std::io::Error,
-    },
-    /// Starting the shell failed.
-    #[error("the shell {} could not be started: {source}. Try again; if it keeps failing, the \
-             machine may be out of processes or memory", shell.display())]
-    Spawn {
-        /// The shell path.
-        shell: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The socket to the sandbox helper could not be made.
-    #[error(
-        "the control socket of the sandbox could not be created ({source}); nothing was run. \
-         Try again; if it keeps failing, the machine may be out of file descriptors"
-    )]
-    Control {
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The pipe or pseudo-terminal of a background job could not be made.
-    #[error(
-        "the job's standard input ({source}) could not be made; nothing was run. Try again; if \
-         it keeps failing, the machine may be out of file descriptors or pseudo-terminals"
-    )]
-    Input {
-        /// What the system said.
-        source: std::io::Error,
-    },
     /// `tty` without `run_in_background`.
     #[error(
         "`tty: true` needs `run_in_background: true`: a terminal is for a program you type \

@@ -150,22 +150,22 @@
 
 mod capture;
 mod clean;
-mod env;
 mod error;
 mod jobs;
-mod limits;
-mod process_tree;
-mod procs;
-mod pty;
 mod render;
 mod run;
 pub mod sandbox;
 mod settings;
-mod spawn;
-mod standby;
 mod start;
 mod stop;
 mod streams;
+
+// A call's processes are vak-sandbox's: it starts them (`Input`), its `Tree` owns them, its
+// `Limited` bounds them. The jobs and the rendering name them through these paths.
+use vak_sandbox as limits;
+use vak_sandbox as process_tree;
+use vak_sandbox as procs;
+use vak_sandbox as spawn;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -180,15 +180,15 @@ use vak_tool_core::{
     Capability, PermissionMode, Registry, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
-pub use crate::env::{
-    DEFAULT_EXCLUDES, EnvPolicy, Filtered, Inherit, KEPT_NAMES, Withheld, secret_in_value,
-};
 use crate::error::BashError;
 pub use crate::jobs::{Jobs, JobsArgs, MAX_WAIT_MS};
 use crate::run::run;
 pub use crate::settings::{BashSettings, MemoryLimit, Network, UnixSockets};
 use crate::start::Request;
 use vak_sandbox::Policy;
+pub use vak_sandbox::env::{
+    DEFAULT_EXCLUDES, EnvPolicy, Filtered, Inherit, KEPT_NAMES, Withheld, secret_in_value,
+};
 
 /// The default `timeout_ms`: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;

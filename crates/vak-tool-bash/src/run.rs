@@ -22,14 +22,13 @@ use vak_tool_core::{Progress, ToolContext, ToolOutput, human};
 
 use crate::capture::Capture;
 use crate::clean::clean;
-use crate::process_tree::{ShellEnd, Tree};
 use crate::render::*;
 use crate::settings::BashSettings;
-use crate::spawn::Input;
 use crate::start::{Request, Started, start};
 use crate::stop::*;
 use crate::streams::*;
-use vak_sandbox::Policy;
+use vak_sandbox::{Input, Policy};
+use vak_sandbox::{ShellEnd, Tree};
 // What the jobs driver shares with a foreground call, named where it always was.
 pub(crate) use crate::render::{Ending, ending_text, stop_signal_phrase};
 pub(crate) use crate::stop::Seen;

@@ -5,31 +5,31 @@ use vak_tool_core::PermissionMode;
 
 pub use vak_sandbox::{HELPER_ARG, RUNNING_PROGRAM, helper_main};
 
-use crate::settings::{BashSettings, Network, UnixSockets};
+use crate::settings::{BashSettings, UnixSockets};
 
 /// What `[bash]` says about the sandbox of a command.
 pub(crate) fn options(settings: &BashSettings) -> vak_sandbox::Options {
     vak_sandbox::Options {
         helper: settings.sandbox_helper.clone(),
-        net: net(settings.network),
+        net: settings.network,
         shell: settings.shell.clone(),
         unix_sockets: settings.unix_sockets == UnixSockets::Allow,
+        limits: limits(settings),
+        env: settings.env.clone(),
+        deny_read: settings.deny_read.clone(),
     }
 }
 
-fn net(network: Network) -> vak_sandbox::Net {
-    match network {
-        Network::None => vak_sandbox::Net::None,
-        _ => vak_sandbox::Net::Guarded,
+/// The limits of `settings` (`[bash] max_processes`, `max_memory`) for each command.
+fn limits(settings: &BashSettings) -> vak_sandbox::Limits {
+    vak_sandbox::Limits {
+        max_processes: (settings.max_processes > 0).then_some(settings.max_processes),
+        max_memory: settings.max_memory.bytes(),
     }
 }
 
 /// What this machine offers the sandbox, as `vak-tools doctor` prints it: the mode, the
 /// helper, the Landlock ABI, the namespaces, and what `bash` will do in `mode`.
 pub fn doctor(settings: &BashSettings, mode: PermissionMode) -> String {
-    vak_sandbox::doctor(
-        settings.sandbox_helper.as_deref(),
-        net(settings.network),
-        mode,
-    )
+    vak_sandbox::doctor(settings.sandbox_helper.as_deref(), settings.network, mode)
 }

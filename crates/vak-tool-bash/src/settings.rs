@@ -6,22 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::EnvPolicy;
-
-/// `[bash] network`: what a sandboxed command (every mode but `full-access`) may reach.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Network {
-    /// HTTP(S) through the tool's guarded forward proxy, the only address the command can
-    /// reach: `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lower-case forms) point at
-    /// it, so `curl`, `pip`, `cargo`, `git` and `npm` work, judged by the same SSRF guard and
-    /// `[net] allow` as `webfetch` (the default).
-    #[default]
-    Guarded,
-    /// Nothing: loopback only.
-    None,
-}
+use vak_sandbox::env::EnvPolicy;
+use vak_sandbox::settings::SandboxSettings;
+pub use vak_sandbox::settings::{MemoryLimit, Network, UnixSockets};
 
 /// `[bash]` of `.vak/config.toml`: which shell runs the commands, how much of each stream is
 /// kept, and how long the stages of ending a call may take. Every key is optional; a missing
@@ -93,117 +80,11 @@ pub struct BashSettings {
     /// one inside the workspace; the host's sockets become reachable too). `socketpair` works
     /// either way. `full-access` is not sandboxed.
     pub unix_sockets: UnixSockets,
-}
-
-/// `[bash] unix_sockets`: whether a sandboxed command may create Unix sockets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum UnixSockets {
-    /// `socket(AF_UNIX, …)` fails with `EPERM` (the default).
-    #[default]
-    Deny,
-    /// Unix sockets work as outside the sandbox.
-    Allow,
-}
-
-/// `[bash] max_memory`: a size, a share of the machine's RAM, or no limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MemoryLimit {
-    /// This many bytes.
-    Bytes(u64),
-    /// This percentage (1 to 100) of the machine's RAM.
-    PercentOfRam(u8),
-    /// No limit.
-    Unlimited,
-}
-
-impl Default for MemoryLimit {
-    fn default() -> Self {
-        MemoryLimit::PercentOfRam(50)
-    }
-}
-
-impl MemoryLimit {
-    /// The limit in bytes on this machine (`None`: no limit, or the RAM could not be read).
-    pub fn bytes(self) -> Option<u64> {
-        match self {
-            MemoryLimit::Bytes(0) | MemoryLimit::Unlimited => None,
-            MemoryLimit::Bytes(bytes) => Some(bytes),
-            MemoryLimit::PercentOfRam(percent) => {
-                ram_bytes().map(|ram| ram / 100 * u64::from(percent.min(100)))
-            }
-        }
-    }
-
-    /// Parses `"4G"`, `"512 MiB"`, `"1024"`, `"25%"`, `"unlimited"` (case ignored; K, M, G, T
-    /// are powers of 1024).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.eq_ignore_ascii_case("unlimited") || text.eq_ignore_ascii_case("none") {
-            return Ok(MemoryLimit::Unlimited);
-        }
-        if let Some(percent) = text.strip_suffix('%') {
-            return match percent.trim().parse::<u8>() {
-                Ok(percent @ 1..=100) => Ok(MemoryLimit::PercentOfRam(percent)),
-                _ => Err(format!("{text:?}: a share of the RAM is 1% to 100%")),
-            };
-        }
-        let digits = text
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len());
-        let (number, unit) = text.split_at(digits);
-        let number: u64 = number
-            .parse()
-            .map_err(|_| format!("{text:?}: expected a size such as \"4G\" or \"512 MiB\""))?;
-        let unit = unit.trim().to_ascii_uppercase();
-        let shift = match unit.trim_end_matches('B').trim_end_matches('I') {
-            "" => 0,
-            "K" => 10,
-            "M" => 20,
-            "G" => 30,
-            "T" => 40,
-            _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
-        };
-        number
-            .checked_mul(1 << shift)
-            .map(MemoryLimit::Bytes)
-            .ok_or_else(|| format!("{text:?}: too large"))
-    }
-}
-
-/// The machine's RAM (`MemTotal` of `/proc/meminfo`).
-fn ram_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
-impl Serialize for MemoryLimit {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            MemoryLimit::Bytes(bytes) => serializer.serialize_u64(*bytes),
-            MemoryLimit::PercentOfRam(percent) => serializer.serialize_str(&format!("{percent}%")),
-            MemoryLimit::Unlimited => serializer.serialize_str("unlimited"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for MemoryLimit {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Bytes(u64),
-            Text(String),
-        }
-        match Raw::deserialize(deserializer)? {
-            Raw::Bytes(bytes) => Ok(MemoryLimit::Bytes(bytes)),
-            Raw::Text(text) => MemoryLimit::parse(&text).map_err(serde::de::Error::custom),
-        }
-    }
+    /// What sandboxed commands cannot read: `[sandbox] deny_read` and `default_deny_read`
+    /// (not a `[bash]` key: [`BashSettings::with_sandbox`] sets it; default: the built-in
+    /// credential stores).
+    #[serde(skip)]
+    pub deny_read: vak_sandbox::DenyRead,
 }
 
 impl Default for BashSettings {
@@ -225,11 +106,35 @@ impl Default for BashSettings {
             max_processes: 4096,
             max_memory: MemoryLimit::default(),
             unix_sockets: UnixSockets::Deny,
+            deny_read: vak_sandbox::DenyRead::default(),
         }
     }
 }
 
 impl BashSettings {
+    /// These settings with `[sandbox]`'s keys over their `[bash]` spellings (`helper` over
+    /// `sandbox_helper`, `network`, `unix_sockets`, `max_processes`, `max_memory`): a key
+    /// `[sandbox]` gives wins; one it leaves out keeps the `[bash]` value (or its default).
+    pub fn with_sandbox(mut self, sandbox: &SandboxSettings) -> Self {
+        if let Some(helper) = &sandbox.helper {
+            self.sandbox_helper = Some(helper.clone());
+        }
+        if let Some(network) = sandbox.network {
+            self.network = network;
+        }
+        if let Some(unix_sockets) = sandbox.unix_sockets {
+            self.unix_sockets = unix_sockets;
+        }
+        if let Some(max_processes) = sandbox.max_processes {
+            self.max_processes = max_processes;
+        }
+        if let Some(max_memory) = sandbox.max_memory {
+            self.max_memory = max_memory;
+        }
+        self.deny_read = sandbox.deny();
+        self
+    }
+
     /// [`BashSettings::kill_grace_ms`] as a duration.
     pub fn kill_grace(&self) -> Duration {
         Duration::from_millis(self.kill_grace_ms)
@@ -296,7 +201,8 @@ mod tests {
             assert!(parsed(&json).is_err(), "{bad}");
         }
         let half = MemoryLimit::default().bytes().unwrap();
-        assert!(half > 0 && half < ram_bytes().unwrap(), "{half}");
+        let ram = MemoryLimit::PercentOfRam(100).bytes().unwrap();
+        assert!(half > 0 && half < ram, "{half}");
         assert_eq!(MemoryLimit::Unlimited.bytes(), None);
         assert_eq!(MemoryLimit::Bytes(0).bytes(), None);
     }

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use rustix::process::Signal;
 use tokio::time::Instant;
 
-use crate::process_tree::{BLANK_RESCANS, BLANK_WAIT, Tree};
-use crate::procs::{Proc, cmdline};
 use crate::run::*;
 use crate::settings::BashSettings;
+use vak_sandbox::{BLANK_RESCANS, BLANK_WAIT, Proc, Tree, cmdline};
 
 /// Which signal stopped a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,6 +67,8 @@ pub struct ToolContext {
     progress: Listener,
     observers: Observers,
     approved: Option<PermissionMode>,
+    /// Real paths no tool reads or writes (`[sandbox] deny_read`), checked by `resolve_path`.
+    hidden: Arc<Vec<PathBuf>>,
 }
 
 /// The [`ChangeObserver`]s of a context, in the order they were installed.
@@ -106,6 +108,7 @@ impl ToolContext {
             progress: Listener::default(),
             observers: Observers::default(),
             approved: None,
+            hidden: Arc::default(),
         })
     }
 
@@ -165,6 +168,20 @@ impl ToolContext {
     pub fn with_env(mut self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
         self.env = Arc::new(env.into_iter().collect());
         self
+    }
+
+    /// Hides `paths` (real paths: the credential stores of `[sandbox] deny_read`) from
+    /// [`ToolContext::resolve_path`]: a path at or below one of them is refused by name, under
+    /// every path policy.
+    #[must_use]
+    pub fn with_hidden_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.hidden = Arc::new(paths.into_iter().collect());
+        self
+    }
+
+    /// The real paths hidden from the tools (see [`ToolContext::with_hidden_paths`]).
+    pub fn hidden_paths(&self) -> &[PathBuf] {
+        &self.hidden
     }
 
     /// Shares `session`: calls made with this context see (and leave) that session's state.
@@ -321,7 +338,19 @@ impl ToolContext {
     /// existing part followed. Under the `Workspace` policy a path whose real location lies
     /// outside the workspace is refused. The path need not exist (a `write` target, say).
     pub fn resolve_path(&self, path: impl AsRef<Path>) -> Result<PathBuf, PathError> {
-        path::resolve(&self.workspace, &self.cwd, path.as_ref(), self.path_policy)
+        let path = path.as_ref();
+        let resolved = path::resolve(&self.workspace, &self.cwd, path, self.path_policy)?;
+        if self
+            .hidden
+            .iter()
+            .any(|hidden| resolved.starts_with(hidden))
+        {
+            return Err(PathError::Hidden {
+                given: path.display().to_string(),
+                resolved,
+            });
+        }
+        Ok(resolved)
     }
 
     /// How to show a resolved path to the model: relative to the cwd when it lies below it,
@@ -440,6 +469,32 @@ mod tests {
             ]
         );
         assert!(format!("{ctx:?}").contains("progress: Some(..)"));
+    }
+
+    #[test]
+    fn hidden_paths_are_refused_by_name_under_every_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("home/.ssh");
+        std::fs::create_dir_all(&secret).unwrap();
+        std::fs::write(secret.join("id_ed25519"), "key").unwrap();
+        std::fs::write(dir.path().join("open.txt"), "").unwrap();
+        let real = std::fs::canonicalize(&secret).unwrap();
+        for policy in [PathPolicy::Workspace, PathPolicy::Unrestricted] {
+            let ctx = ToolContext::new(dir.path())
+                .unwrap()
+                .with_path_policy(policy)
+                .with_hidden_paths([real.clone()]);
+            for given in ["home/.ssh", "home/.ssh/id_ed25519", "home/../home/.ssh/x"] {
+                let error = ctx.resolve_path(given).unwrap_err();
+                assert!(
+                    matches!(error, PathError::Hidden { .. }),
+                    "{given}: {error}"
+                );
+                assert!(error.to_string().contains("deny_read"), "{error}");
+            }
+            assert!(ctx.resolve_path("open.txt").is_ok());
+            assert!(ctx.resolve_path("home/.sshx").is_ok());
+        }
     }
 
     #[test]

@@ -49,6 +49,21 @@ pub enum PathError {
         /// The path as the model gave it.
         given: String,
     },
+    /// The real location is hidden from the tools (`[sandbox] deny_read`: a credential store).
+    #[error(
+        "`{given}` resolves to {resolved}, which is hidden by `[sandbox] deny_read` (a \
+         credential store, or a path the person listed): the tools do not read it, and commands \
+         see it as absent. If the task needs it, the person running the agent can remove it \
+         from `[sandbox] deny_read` (or set `default_deny_read = false` for the built-in \
+         credential stores)",
+        resolved = resolved.display()
+    )]
+    Hidden {
+        /// The path as the model gave it.
+        given: String,
+        /// Where it really points.
+        resolved: PathBuf,
+    },
     /// The filesystem refused a look-up on the way.
     #[error("cannot resolve `{given}`: {source}")]
     Io {

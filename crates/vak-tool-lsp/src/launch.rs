@@ -36,12 +36,26 @@ pub struct Confinement {
     pub helper: Option<PathBuf>,
     /// `[bash.env]`: which of the context's variables a server sees.
     pub env: EnvPolicy,
+    /// `[sandbox] deny_read`: what a confined server cannot read (default: the built-in
+    /// credential stores).
+    pub deny_read: vak_sandbox::DenyRead,
 }
 
 impl Confinement {
     /// The confinement of `[bash] sandbox_helper` and `[bash.env]`.
     pub fn new(helper: Option<PathBuf>, env: EnvPolicy) -> Self {
-        Self { helper, env }
+        Self {
+            helper,
+            env,
+            deny_read: vak_sandbox::DenyRead::default(),
+        }
+    }
+
+    /// The same confinement, hiding what `deny_read` names from the servers.
+    #[must_use]
+    pub fn with_deny_read(mut self, deny_read: vak_sandbox::DenyRead) -> Self {
+        self.deny_read = deny_read;
+        self
     }
 }
 
@@ -209,6 +223,7 @@ fn launch_confined(
         program,
         env,
         limits: Limits::default(),
+        deny: launcher.confinement.deny_read.resolve(ctx),
     })
     .map_err(|reason| {
         format!(

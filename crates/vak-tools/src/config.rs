@@ -25,6 +25,9 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 /// [bash]
 /// kill_grace_ms = 2000          # SIGTERM to SIGKILL
 ///
+/// [sandbox]
+/// network = "guarded"           # what sandboxed commands reach: guarded | none
+///
 /// [net]
 /// allow = ["10.1.0.0/16", "wiki.corp.example"]   # exempt from the private-address block
 ///
@@ -61,6 +64,15 @@ pub struct Config {
     #[cfg(not(feature = "bash"))]
     #[serde(skip_serializing)]
     bash: Uncompiled,
+    /// `[sandbox]`: the sandbox of bash's commands and of the language servers (the helper, the
+    /// network, Unix sockets, the limits). Its keys were `[bash]`'s, which still reads them:
+    /// when the file is parsed, each key `[sandbox]` gives is written over its `[bash]` alias
+    /// in [`Config::bash`], so `[sandbox]` wins and either spelling reaches the tools.
+    #[cfg(any(feature = "bash", feature = "lsp"))]
+    pub sandbox: vak_sandbox::settings::SandboxSettings,
+    #[cfg(not(any(feature = "bash", feature = "lsp")))]
+    #[serde(skip_serializing)]
+    sandbox: Uncompiled,
     /// `[net]`: the network policy (`allow`, the guard's part) and `webfetch`'s limits. The
     /// guard's part reaches every tool that goes through the SSRF guard from here
     /// ([`Config::guard`]): `webfetch`, `browse`, and the guarded proxy of `bash`'s sandbox.
@@ -192,10 +204,18 @@ impl Config {
     }
 
     fn parse(text: &str, path: Option<PathBuf>) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|error| ConfigError::Parse {
+        #[allow(
+            unused_mut,
+            reason = "only a build with bash writes [sandbox] over [bash]"
+        )]
+        let mut config: Self = toml::from_str(text).map_err(|error| ConfigError::Parse {
             path,
             message: error.to_string(),
         })?;
+        #[cfg(feature = "bash")]
+        {
+            config.bash = config.bash.clone().with_sandbox(&config.sandbox);
+        }
         #[cfg(not(feature = "commitment"))]
         if config.commitment.is_true("enabled") {
             return Err(ConfigError::Unsupported(
@@ -217,11 +237,18 @@ impl Config {
         return &self.net;
     }
 
-    /// A tool context for `workspace`: the same as [`ToolContext::new`], since every setting
-    /// of the file reaches the tools through [`registry`](crate::registry). Kept so a caller
-    /// that loads a configuration builds both from it.
+    /// A tool context for `workspace`: [`ToolContext::new`], and outside `full-access` the
+    /// paths `[sandbox] deny_read` hides (the credential stores) hidden from the file tools
+    /// too, which then refuse them by name. Every other setting reaches the tools through
+    /// [`registry`](crate::registry).
     pub fn tool_context(&self, workspace: &Path) -> Result<ToolContext, ContextError> {
-        ToolContext::new(workspace)
+        let ctx = ToolContext::new(workspace)?;
+        #[cfg(any(feature = "bash", feature = "lsp"))]
+        if self.permissions.mode != PermissionMode::FullAccess {
+            let hidden = self.sandbox.deny().resolve(&ctx);
+            return Ok(ctx.with_hidden_paths(hidden));
+        }
+        Ok(ctx)
     }
 }
 
@@ -262,6 +289,58 @@ mod tests {
             Some(Path::new("/usr/bin/chromium"))
         );
         assert!(config.commitment.enabled);
+    }
+
+    /// The sandbox's keys in `[sandbox]` (preferred) and in `[bash]` (their old spelling) reach
+    /// bash alike; a key in both takes `[sandbox]`'s value; an unknown one is refused.
+    #[cfg(feature = "bash")]
+    #[test]
+    fn the_sandbox_keys_are_read_in_sandbox_and_in_bash() {
+        use vak_tool_bash::{MemoryLimit, Network, UnixSockets};
+        let spellings = [
+            "[sandbox]\nhelper = \"/opt/h\"\nnetwork = \"none\"\nunix_sockets = \"allow\"\n\
+             max_processes = 7\nmax_memory = \"1G\"\n",
+            "[bash]\nsandbox_helper = \"/opt/h\"\nnetwork = \"none\"\nunix_sockets = \"allow\"\n\
+             max_processes = 7\nmax_memory = \"1G\"\n",
+        ];
+        for text in spellings {
+            let bash = Config::from_toml_str(text).unwrap().bash;
+            assert_eq!(
+                bash.sandbox_helper.as_deref(),
+                Some(Path::new("/opt/h")),
+                "{text}"
+            );
+            assert_eq!(bash.network, Network::None, "{text}");
+            assert_eq!(bash.unix_sockets, UnixSockets::Allow, "{text}");
+            assert_eq!(bash.max_processes, 7, "{text}");
+            assert_eq!(bash.max_memory, MemoryLimit::Bytes(1 << 30), "{text}");
+        }
+        let both = "[bash]\nmax_processes = 7\nnetwork = \"none\"\n[sandbox]\nmax_processes = 9\n";
+        let bash = Config::from_toml_str(both).unwrap().bash;
+        assert_eq!(bash.max_processes, 9);
+        assert_eq!(bash.network, Network::None);
+        let error = Config::from_toml_str("[sandbox]\nmax_process = 1").unwrap_err();
+        assert!(error.to_string().contains("max_process"), "{error}");
+    }
+
+    /// A path of `[sandbox] deny_read` is refused by the file tools' path resolution, outside
+    /// `full-access`.
+    #[cfg(feature = "bash")]
+    #[test]
+    fn deny_read_hides_paths_from_the_tool_context() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(workspace.path().join("keys")).unwrap();
+        std::fs::write(workspace.path().join("keys/id"), "k").unwrap();
+        let config = Config::from_toml_str("[sandbox]\ndeny_read = [\"keys\"]\n").unwrap();
+        let ctx = config.tool_context(workspace.path()).unwrap();
+        let error = ctx.resolve_path("keys/id").unwrap_err();
+        assert!(error.to_string().contains("deny_read"), "{error}");
+        let open = Config::from_toml_str(
+            "[permissions]\nmode = \"full-access\"\n[sandbox]\ndeny_read = [\"keys\"]\n",
+        )
+        .unwrap();
+        let ctx = open.tool_context(workspace.path()).unwrap();
+        assert!(ctx.resolve_path("keys/id").is_ok());
     }
 
     #[cfg(feature = "mcp")]

@@ -113,8 +113,9 @@ pub fn registry(config: &Config) -> Registry {
     }
     // Language-server diagnostics: the `diagnostics` tool, and the observer that appends them
     // to the results of `edit`, `write` and `apply_patch`.
-    // Servers run project code: outside `full-access` inside bash's sandbox, with the helper
-    // and the environment policy of `[bash]` (the defaults in a build without bash).
+    // Servers run project code: outside `full-access` inside the sandbox, with the helper of
+    // `[sandbox]` (or its `[bash]` alias) and the environment policy of `[bash.env]` (the
+    // defaults in a build without bash).
     #[cfg(feature = "lsp")]
     {
         #[cfg(feature = "bash")]
@@ -123,7 +124,11 @@ pub fn registry(config: &Config) -> Registry {
             config.bash.env.clone(),
         );
         #[cfg(not(feature = "bash"))]
-        let confinement = vak_tool_lsp::Confinement::default();
+        let confinement = vak_tool_lsp::Confinement::new(
+            config.sandbox.helper.clone(),
+            vak_tool_lsp::EnvPolicy::default(),
+        );
+        let confinement = confinement.with_deny_read(config.sandbox.deny());
         vak_tool_lsp::register_confined(
             &mut registry,
             &config.lsp,

@@ -22,6 +22,7 @@ fn setup(mode: PermissionMode, script: &str, workspace: &std::path::Path) -> Con
         program: vec!["/bin/sh".into(), "-c".into(), script.into()],
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         limits: Limits::default(),
+        deny: Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use tempfile::TempDir;
-use vak_sandbox::{HELPER_ARG, Message, Net, Role, Spec, Stdin};
+use vak_sandbox::testing::{Command as Sandboxed, End, end};
 
 /// The helper cargo built for these tests.
 pub(crate) const HELPER: &str = env!("CARGO_BIN_EXE_vak-sandbox");
@@ -33,7 +33,7 @@ pub(crate) struct Setup {
 /// What a command did: its exit code (or why the sandbox refused), stdout and stderr.
 #[derive(Debug)]
 pub(crate) struct Outcome {
-    pub(crate) end: Option<Message>,
+    pub(crate) end: Option<End>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
 }
@@ -49,7 +49,7 @@ impl Outcome {
 
     /// Asserts the command ran (the sandbox was set up) and exited with 0.
     pub(crate) fn assert_ran(&self) {
-        assert_eq!(self.end, Some(Message::Exit(0)), "{}", self.shown());
+        assert_eq!(self.end, Some(End::Exit(0)), "{}", self.shown());
     }
 }
 
@@ -87,24 +87,19 @@ impl Setup {
     }
 
     /// What the tool would ask the helper for `command` in this mode.
-    pub(crate) fn spec(&self, command: &str) -> Spec {
+    pub(crate) fn spec(&self, command: &str) -> Sandboxed {
         let workspace = real(self.workspace.path());
         let scratch = real(self.scratch.path());
         let write = match self.mode {
             Mode::ReadOnly => vec![scratch],
             Mode::WorkspaceWrite => vec![workspace.clone(), scratch],
         };
-        let args = [HELPER_ARG, "run", "--net", "none", "--cwd", "/", "--", "x"];
-        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let (_, spec) = Spec::parse(&args).unwrap();
-        let mut spec = spec.unwrap();
-        spec.net = Net::None;
-        spec.stdin = Stdin::Null;
-        spec.write = write;
-        spec.cwd = workspace;
-        spec.program = vec!["/bin/bash".into(), "-c".into(), command.into()];
-        spec.unix_sockets = self.unix_sockets;
-        spec
+        Sandboxed {
+            write,
+            cwd: workspace,
+            program: vec!["/bin/bash".into(), "-c".into(), command.into()],
+            unix_sockets: self.unix_sockets,
+        }
     }
 
     /// Runs `command` in the sandbox. `wrap` is bash code the *caller* runs first, in the
@@ -114,14 +109,8 @@ impl Setup {
         let spec = self.spec(command);
         let (ours, theirs) = UnixStream::pair().unwrap();
         let script = format!("{wrap}\nexec \"$0\" \"$@\"");
-        let args = if self.standby {
-            // What the tool's standby is started with: no command, no environment.
-            let mut ahead = spec.clone();
-            ahead.program.truncate(1);
-            ahead.to_args(Role::Standby)
-        } else {
-            spec.to_args(Role::Run)
-        };
+        // A standby is started with no command and no environment.
+        let args = spec.args(self.standby);
         let mut helper = Command::new("/bin/bash");
         helper
             .arg("-c")
@@ -142,19 +131,13 @@ impl Setup {
             let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
                 std::env::vars_os().collect();
             env.push(("TMPDIR".into(), real(self.scratch.path()).into()));
-            let start = Message::Start {
-                args: spec.to_args(Role::Init),
-                env,
-            };
-            (&ours).write_all(start.encode().as_bytes()).unwrap();
+            (&ours).write_all(spec.start_line(env).as_bytes()).unwrap();
         }
-        let mut end = None;
+        let mut finished = None;
         for line in BufReader::new(&ours).lines() {
             let Ok(line) = line else { break };
-            if let Some(message @ (Message::Exit(_) | Message::Signal(_) | Message::Error(_))) =
-                Message::decode(&line)
-            {
-                end = Some(message);
+            if let Some(ended) = end(&line) {
+                finished = Some(ended);
                 break;
             }
         }
@@ -162,7 +145,7 @@ impl Setup {
         drop(ours);
         let output = child.wait_with_output().unwrap();
         Outcome {
-            end,
+            end: finished,
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }

@@ -8,6 +8,7 @@
 mod support;
 
 mod contain;
+mod deny_read;
 mod ending;
 mod env;
 mod jobs;

@@ -130,7 +130,7 @@ impl Setup {
 
     /// Calls a tool of the crate, registered with the setup's settings and mode, in `ctx`,
     /// without the check.
-    async fn tool_in(&self, name: &str, args: Value, ctx: &ToolContext) -> Run {
+    pub(crate) async fn tool_in(&self, name: &str, args: Value, ctx: &ToolContext) -> Run {
         let mut registry = Registry::new();
         vak_tool_bash::register(
             &mut registry,

@@ -18,9 +18,9 @@ use std::process::{Command, ExitCode, Stdio};
 
 use rustix::process::{Signal, WaitId, WaitIdOptions, WaitOptions};
 
-use crate::plumbing::{Inbox, release_output, send};
-use crate::spec::{Message, Net, Role, Spec, Stdin};
-use crate::{mounts, netlink, rules, seccomp};
+use crate::helper::plumbing::{Inbox, release_output, send};
+use crate::helper::{mounts, netlink, rules, seccomp};
+use crate::wire::{Message, Net, Role, Spec, Stdin};
 
 /// Waits for the tool to hand over the shell's standard input.
 fn receive_stdin(inbox: &mut Inbox) -> Result<OwnedFd, String> {
@@ -87,9 +87,9 @@ pub(crate) fn init(spec: Spec, standby: bool) -> Result<ExitCode, String> {
     let mut proxy_port = None;
     if spec.full_access {
         // No confinement: only the namespaces that contain the processes.
-        crate::contain::prepare()?;
+        crate::helper::contain::prepare()?;
     } else {
-        mounts::prepare(&spec.write, &spec.protect)?;
+        mounts::prepare(&spec.write, &spec.protect, &spec.deny)?;
         netlink::loopback_up()?;
         if spec.net == Net::Guarded {
             let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))

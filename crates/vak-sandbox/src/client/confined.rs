@@ -30,14 +30,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::AsyncReadExt as _;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::AbortHandle;
 use vak_tool_core::PermissionMode;
 
-use crate::control::{Control, pair, send_fd};
+use crate::client::control::{Control, pair, send_fd};
+use crate::client::discover::find_helper_outside;
+use crate::client::writable_folders;
 use crate::limits::Limits;
-use crate::spec::{Message, Net, Role, Spec, Stdin};
-use crate::{find_helper_outside, writable_folders};
+use crate::wire::{Message, Net, Role, Spec, Stdin};
 
 /// How many bytes of the child's standard error are kept (the last ones).
 pub const STDERR_TAIL: usize = 8 * 1024;
@@ -59,10 +60,12 @@ pub struct ConfinedSetup {
     pub cwd: PathBuf,
     /// The program (a path) and its arguments.
     pub program: Vec<OsString>,
-    /// Its whole environment (the caller filters it: see [`crate::env`]).
+    /// Its whole environment (the caller filters it: see [`crate::client::env`]).
     pub env: Vec<(OsString, OsString)>,
     /// Its limits, set as rlimits by the helper's init.
     pub limits: Limits,
+    /// The paths it cannot read (they read as absent): [`crate::DenyRead::resolve`].
+    pub deny: Vec<PathBuf>,
 }
 
 /// What the helper said about the child so far.
@@ -120,6 +123,7 @@ impl Confined {
             join: None,
             write,
             protect,
+            deny: setup.deny,
             cwd: real(&setup.cwd),
             program: setup.program,
             cgroups: Vec::new(),
@@ -134,22 +138,13 @@ impl Confined {
         // Init takes it from the socket before it starts the child.
         send_fd(&ours, &Message::Stdin, &read)
             .map_err(|error| failed("handing over standard input", error))?;
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "the sandbox starts processes: here, the helper of a confined child"
-        )]
-        let mut command = Command::new(&helper);
+        let mut command = crate::client::launch::helper(&helper, spec.to_args(Role::Run));
         command
-            .args(spec.to_args(Role::Run))
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Out of the caller's process group: a terminal's Ctrl-C is the caller's to handle.
-            .process_group(0)
             .current_dir(&spec.cwd)
-            .env_clear()
-            .envs(setup.env)
-            .kill_on_drop(true);
+            .envs(setup.env);
         let mut child = command
             .spawn()
             .map_err(|error| failed(&format!("starting {}", helper.display()), error))?;

@@ -23,9 +23,9 @@ use url::Url;
 use vak_guard::proxy::{DialError, Dialer};
 use vak_tool_core::BoxFuture;
 
-use crate::control::{Link, pair};
-use crate::process::{Proc, read_stat, signal_one};
-use crate::spec::{HELPER_ARG, Message};
+use crate::client::control::{Link, pair};
+use crate::client::process::{Proc, read_stat, signal_one};
+use crate::wire::{HELPER_ARG, Message};
 
 /// How long the holder may take to set up its namespaces.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,7 +34,7 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A session's network: its holder, once a sandboxed call needed it.
 #[derive(Default)]
-pub struct SessionNet {
+pub(crate) struct SessionNet {
     holder: tokio::sync::Mutex<Option<Arc<Holder>>>,
     /// The holder's process, for `Drop` to end it at once, whoever still holds the holder.
     process: Mutex<Option<Proc>>,
@@ -43,7 +43,7 @@ pub struct SessionNet {
 impl SessionNet {
     /// The session's holder, started with `helper` if there is none yet (or it died). `Err` is
     /// why it could not be started.
-    pub async fn holder(&self, helper: &Path) -> Result<Arc<Holder>, String> {
+    pub(crate) async fn holder(&self, helper: &Path) -> Result<Arc<Holder>, String> {
         let mut slot = self.holder.lock().await;
         if let Some(holder) = slot.as_ref()
             && holder.alive()
@@ -67,7 +67,7 @@ impl SessionNet {
     /// when it does (a background job of the session may serve on its loopback), and else
     /// needs none (nothing of the session listens anywhere), making a network namespace of
     /// its own instead.
-    pub async fn running(&self) -> Option<Arc<Holder>> {
+    pub(crate) async fn running(&self) -> Option<Arc<Holder>> {
         let slot = self.holder.lock().await;
         slot.as_ref()
             .filter(|holder| holder.alive())
@@ -89,9 +89,9 @@ impl Drop for SessionNet {
 }
 
 /// The holder process of a session and the tool's end of its control socket.
-pub struct Holder {
+pub(crate) struct Holder {
     /// Its pid and start time, as the tool sees them: what a joining helper checks.
-    pub proc: Proc,
+    pub(crate) proc: Proc,
     link: tokio::sync::Mutex<Link>,
     /// Killed when the last handle goes (a session's `Drop` does not wait for that).
     _child: Child,
@@ -110,20 +110,12 @@ impl Holder {
     async fn start(helper: &Path) -> Result<Self, String> {
         let (ours, theirs) =
             pair().map_err(|error| format!("the control socket could not be made: {error}"))?;
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "vak-tool-bash starts processes: here, the session's network holder"
-        )]
-        let mut command = tokio::process::Command::new(helper);
+        let mut command =
+            crate::client::launch::helper(helper, vec![HELPER_ARG.into(), "net".into()]);
         let child = command
-            .args([HELPER_ARG, "net"])
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .env_clear()
-            // Out of the caller's process group, as the run helper.
-            .process_group(0)
-            .kill_on_drop(true)
             .spawn()
             .map_err(|error| {
                 format!(
@@ -178,7 +170,7 @@ impl Holder {
     }
 
     /// Connects to `ip:port` on the session's loopback.
-    pub async fn dial(&self, ip: IpAddr, port: u16) -> std::io::Result<TcpStream> {
+    pub(crate) async fn dial(&self, ip: IpAddr, port: u16) -> std::io::Result<TcpStream> {
         let mut link = self.link.lock().await;
         let exchange = async {
             link.send(&Message::Dial(ip, port)).await?;

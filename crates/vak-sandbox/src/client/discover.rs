@@ -40,7 +40,7 @@ fn trusted(path: &Path) -> bool {
 /// The helper of a sandboxed call whose commands may write below `writable` (real paths):
 /// as [`find_helper`], skipping every candidate below one of them (and refusing a setting
 /// there), or one that others may change. `Err` says why none would do.
-pub fn find_helper_outside(
+pub(crate) fn find_helper_outside(
     setting: Option<&Path>,
     writable: &[PathBuf],
 ) -> Result<PathBuf, String> {
@@ -110,7 +110,7 @@ fn candidates() -> Vec<PathBuf> {
 }
 
 /// The helper, or every place that was looked at.
-pub fn find_helper(setting: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
+pub(crate) fn find_helper(setting: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
     if let Some(path) = setting {
         return if executable(path) {
             Ok(path.to_path_buf())

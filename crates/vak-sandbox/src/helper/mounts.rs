@@ -25,6 +25,10 @@
 //!   given as its descriptors.
 //! - A fresh `mqueue` on `/dev/mqueue` when the host has that folder: the queues of the
 //!   command's own IPC namespace.
+//! - Each denied path (`[sandbox] deny_read`, the credential stores) reads as absent: an
+//!   empty read-only tmpfs is mounted over a folder, an empty read-only file over a file (bound
+//!   from a tmpfs that is detached again at once, so the empty file has no other path). Neither
+//!   can be written, renamed or removed from inside (a mount point is busy).
 
 use std::path::{Path, PathBuf};
 
@@ -35,8 +39,12 @@ fn failed(what: &str, path: &Path, error: rustix::io::Errno) -> String {
     format!("{what} {}: {error}", path.display())
 }
 
-/// Sets up the mounts; `protect` and `write` are real paths.
-pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), String> {
+/// Sets up the mounts; `protect`, `write` and `deny` are real paths.
+pub(crate) fn prepare(
+    write: &[PathBuf],
+    protect: &[PathBuf],
+    deny: &[PathBuf],
+) -> Result<(), String> {
     let root = Path::new("/");
     rustix::mount::mount_change(
         root,
@@ -92,6 +100,7 @@ pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), Stri
             .map_err(|error| failed("binding", folder, error))?;
         read_only(folder)?;
     }
+    hide(deny)?;
     // Everything else becomes read-only: Landlock keeps the contents of files, this keeps
     // their metadata too (`chmod`, `chown`, `touch -d`, extended attributes), which Landlock
     // does not govern.
@@ -118,6 +127,64 @@ pub(crate) fn prepare(write: &[PathBuf], protect: &[PathBuf]) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// Mounts nothing over each path of `deny`: an empty read-only tmpfs over a folder, an empty
+/// read-only file over anything else. A path that vanished since the call was planned needs
+/// nothing.
+fn hide(deny: &[PathBuf]) -> Result<(), String> {
+    let hidden = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    let mut empty: Option<PathBuf> = None;
+    let staging = Path::new("/dev/shm/.vak-deny");
+    for path in deny {
+        let Ok(metadata) = path.symlink_metadata() else {
+            continue;
+        };
+        if metadata.is_dir() {
+            rustix::mount::mount("tmpfs", path, "tmpfs", hidden, Some(c"mode=0555,size=4k"))
+                .map_err(|error| failed("hiding", path, error))?;
+            continue;
+        }
+        let source = match &empty {
+            Some(source) => source.clone(),
+            // No private tmpfs to stage the empty file on: `/dev/null` reads as empty too.
+            None if !Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/null"),
+            None => {
+                let source = empty_file(staging)?;
+                empty = Some(source.clone());
+                source
+            }
+        };
+        rustix::mount::mount_bind(&source, path).map_err(|error| failed("hiding", path, error))?;
+        remount(path, hidden)?;
+    }
+    if empty
+        .as_deref()
+        .is_some_and(|file| file.starts_with(staging))
+    {
+        // The binds keep the empty file; its own path goes.
+        let _ = rustix::mount::unmount(staging, rustix::mount::UnmountFlags::DETACH);
+        let _ = std::fs::remove_dir(staging);
+    }
+    Ok(())
+}
+
+/// An empty read-only file on a tmpfs of its own mounted at `staging`.
+fn empty_file(staging: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(staging)
+        .map_err(|error| format!("making {}: {error}", staging.display()))?;
+    rustix::mount::mount(
+        "tmpfs",
+        staging,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        Some(c"mode=0555,size=4k"),
+    )
+    .map_err(|error| failed("mounting", staging, error))?;
+    let file = staging.join("empty");
+    std::fs::write(&file, b"").map_err(|error| format!("making {}: {error}", file.display()))?;
+    let _ = std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o444));
+    Ok(file)
 }
 
 /// Makes the mount at `point` read-only, keeping the flags a user namespace may not drop.

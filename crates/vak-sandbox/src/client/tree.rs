@@ -16,17 +16,15 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
-use crate::procs::{Anchor, Namespace, Proc, Scan, inner_pid, read_stat};
-use vak_sandbox::Control;
-
-pub(crate) use vak_sandbox::ShellEnd;
+use crate::client::control::{Control, ShellEnd};
+use crate::client::process::{Anchor, Namespace, Proc, Scan, inner_pid, read_stat};
 
 /// A running call: the shell, what identifies its processes, and a kill-on-drop promise.
 ///
 /// The shell is reaped only by [`Tree::finish`]; until then its zombie holds its pid (see
-/// `procs`). If the guard is dropped first (the caller dropped the call's future), `Drop` kills
+/// `super::process`). If the guard is dropped first (the caller dropped the call's future), `Drop` kills
 /// every process of the call at once with SIGKILL: there is nobody left to wait for a grace.
-pub(crate) struct Tree {
+pub struct Tree {
     anchor: Anchor,
     watch: Option<JoinHandle<()>>,
     /// The sandbox's control socket, in a sandboxed call.
@@ -72,7 +70,7 @@ impl Tree {
     }
 
     /// Whether `pid` is the shell itself (not listed among what it left running).
-    pub(crate) fn is_shell(&self, pid: i32) -> bool {
+    pub fn is_shell(&self, pid: i32) -> bool {
         if self.anchor.sandboxed {
             // Init's first and only child is the shell: pid 2 of the namespace.
             self.anchor.namespace.is_some() && inner_pid(pid) == Some(2)
@@ -82,7 +80,7 @@ impl Tree {
     }
 
     /// `pid` as the command sees it: inside the sandbox, its pid in the sandbox's namespace.
-    pub(crate) fn shown_pid(&self, pid: i32) -> i32 {
+    pub fn shown_pid(&self, pid: i32) -> i32 {
         if self.anchor.sandboxed {
             inner_pid(pid).unwrap_or(pid)
         } else {
@@ -91,17 +89,17 @@ impl Tree {
     }
 
     /// Why the sandbox could not run the command, if it could not.
-    pub(crate) fn refusal(&self) -> Option<&str> {
+    pub fn refusal(&self) -> Option<&str> {
         self.control.as_ref()?.refusal.as_deref()
     }
 
     /// What the sandbox's proxy refused, in the guarded network mode.
-    pub(crate) fn proxy_report(&self) -> Option<vak_guard::proxy::Report> {
+    pub fn proxy_report(&self) -> Option<vak_guard::proxy::Report> {
         self.control.as_ref()?.report()
     }
 
     /// How the shell ended, if it has (without reaping it).
-    pub(crate) fn end(&mut self) -> Option<ShellEnd> {
+    pub fn end(&mut self) -> Option<ShellEnd> {
         if self.end.is_none() {
             self.end = match &self.control {
                 Some(control) => control.end,
@@ -133,7 +131,7 @@ impl Tree {
 
     /// Reads what the sandbox has already said (init's pid above all), for a moment at most: a
     /// call stopped early must still know its namespace.
-    pub(crate) async fn catch_up(&mut self) {
+    pub async fn catch_up(&mut self) {
         let wait = Duration::from_millis(200);
         let _ = tokio::time::timeout(wait, self.follow(|control| control.init.is_some())).await;
     }
@@ -151,7 +149,7 @@ impl Tree {
 
     /// Waits until the shell has ended (it is not reaped). In the sandbox: until the helper
     /// reported the end (and named init), refused to run the command, or ended.
-    pub(crate) async fn ended(&mut self) -> ShellEnd {
+    pub async fn ended(&mut self) -> ShellEnd {
         if self.control.is_some() {
             self.follow(|control| {
                 control.refusal.is_some() || (control.end.is_some() && control.init.is_some())
@@ -186,21 +184,21 @@ impl Tree {
     /// Scans for the processes of the call still running. In the sandbox, none once init said
     /// the shell left none behind: nothing of the namespace but init was left then, and nothing
     /// can start there any more (a scan of `/proc` saved, a fair part of a short call's cost).
-    pub(crate) fn scan(&self) -> Scan {
+    pub fn scan(&self) -> Scan {
         if self.control.as_ref().is_some_and(|control| control.alone) {
             return Scan::default();
         }
         self.anchor.scan()
     }
 
-    /// Signals the shell's group and `procs`.
-    pub(crate) fn signal(&self, procs: &[Proc], signal: Signal) {
+    /// Signals the shell's group and `super::process`.
+    pub fn signal(&self, procs: &[Proc], signal: Signal) {
         self.anchor.signal(procs, signal);
     }
 
     /// A view of what identifies the tree's processes, for others to signal them while the
     /// tree runs; withdrawn (`None`) before the shell is reaped.
-    pub(crate) fn publish(&mut self) -> Published {
+    pub fn publish(&mut self) -> Published {
         let published = Published::default();
         published.set(Some(self.anchor.clone()));
         self.published = Some(published.clone());
@@ -209,7 +207,7 @@ impl Tree {
 
     /// Reaps the shell (waiting at most `wait`) and disarms the guard. Call it once every
     /// process of the call has been stopped.
-    pub(crate) async fn finish(mut self, wait: Duration) {
+    pub async fn finish(mut self, wait: Duration) {
         if let Some(published) = self.published.take() {
             published.set(None);
         }
@@ -248,7 +246,7 @@ fn watch_exit(pid: Pid) -> JoinHandle<()> {
 /// What identifies a running tree's processes, shared with whoever must signal them from
 /// outside the task that owns the tree. Empty once the tree is finished.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Published(Arc<Mutex<Option<Anchor>>>);
+pub struct Published(Arc<Mutex<Option<Anchor>>>);
 
 impl Published {
     fn set(&self, anchor: Option<Anchor>) {
@@ -257,7 +255,7 @@ impl Published {
 
     /// Sends `signal` to the shell's process group (init's, in the sandbox, which ignores it):
     /// what a terminal's Ctrl-C does. `false` when the tree is finished.
-    pub(crate) fn signal_group(&self, signal: Signal) -> bool {
+    pub fn signal_group(&self, signal: Signal) -> bool {
         let anchor = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         match anchor.as_ref() {
             Some(anchor) => {
@@ -271,16 +269,16 @@ impl Published {
     /// Kills every process of the tree at once with SIGKILL, synchronously: in the sandbox its
     /// init (which takes the namespace with it) and its helper, else every process the scan
     /// finds.
-    pub(crate) fn kill_now(&self) {
+    pub fn kill_now(&self) {
         let anchor = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(anchor) = anchor.as_ref() {
             if let Some(ns) = anchor.namespace {
-                crate::procs::signal_one(ns.init, Signal::KILL);
+                crate::client::process::signal_one(ns.init, Signal::KILL);
             }
             if anchor.sandboxed {
                 // The helper's death takes init along (its parent-death signal), even before
                 // the tool has heard which process init is.
-                crate::procs::signal_one(
+                crate::client::process::signal_one(
                     Proc {
                         pid: anchor.pid,
                         start: anchor.start,
@@ -301,7 +299,7 @@ impl Drop for Tree {
         if self.armed {
             if let Some(ns) = self.anchor.namespace {
                 // Init's death ends every process of the namespace at once.
-                crate::procs::signal_one(ns.init, Signal::KILL);
+                crate::client::process::signal_one(ns.init, Signal::KILL);
             }
             kill_now(&self.anchor);
         }
@@ -336,6 +334,6 @@ fn kill_now(anchor: &Anchor) {
 }
 
 /// How many times a scan that met a blank environment is repeated before it is believed.
-pub(crate) const BLANK_RESCANS: u32 = 3;
+pub const BLANK_RESCANS: u32 = 3;
 /// The pause before such a repeat: an `execve` sets up its new environment well within it.
-pub(crate) const BLANK_WAIT: Duration = Duration::from_millis(2);
+pub const BLANK_WAIT: Duration = Duration::from_millis(2);

@@ -2,7 +2,7 @@
 //! sends back on its control socket.
 //!
 //! The command line is `HELPER __vak-sandbox ROLE [--net none|guarded] [--stdin
-//! null|pipe|tty] [--join PID:START] [--write DIR]… [--protect DIR]… --cwd DIR -- PROGRAM
+//! null|pipe|tty] [--join PID:START] [--write DIR]… [--protect DIR]… [--deny PATH]… --cwd DIR -- PROGRAM
 //! ARG…`: plain arguments rather than one encoded blob, so a command line as long as the
 //! kernel allows for one argument still fits, and paths need not be UTF-8. The session's
 //! network holder is `HELPER __vak-sandbox net`, with no more arguments.
@@ -23,7 +23,7 @@ pub const HELPER_ARG: &str = "__vak-sandbox";
 
 /// The network a sandboxed command gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Net {
+pub(crate) enum Net {
     /// A network namespace with only loopback up.
     None,
     /// As `None`, plus a listener on loopback whose connections the tool serves with the
@@ -33,7 +33,7 @@ pub enum Net {
 
 /// What the shell's standard input is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stdin {
+pub(crate) enum Stdin {
     /// `/dev/null`: a foreground call.
     Null,
     /// A pipe whose reading end the tool sends (a `stdin` message): a background job.
@@ -55,39 +55,43 @@ impl Stdin {
 
 /// What one sandboxed command runs under.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// The network it gets.
-    pub net: Net,
+    pub(crate) net: Net,
     /// Its standard input.
-    pub stdin: Stdin,
+    pub(crate) stdin: Stdin,
     /// The session's network holder (pid and start time, as the tool sees it), whose user and
     /// network namespaces the command joins instead of making its own.
-    pub join: Option<(i32, u64)>,
+    pub(crate) join: Option<(i32, u64)>,
     /// Folders (real paths) below which the command may write.
-    pub write: Vec<PathBuf>,
+    pub(crate) write: Vec<PathBuf>,
     /// Folders inside a writable one that stay read-only (`<workspace>/.vak`), except for the
     /// writable folders inside them (the scratch folder).
-    pub protect: Vec<PathBuf>,
+    pub(crate) protect: Vec<PathBuf>,
+    /// Paths that read as absent (`[sandbox] deny_read`, real paths that existed when the
+    /// call was planned): init mounts an empty read-only tmpfs over each folder and an empty
+    /// read-only file over each file.
+    pub(crate) deny: Vec<PathBuf>,
     /// The folder it starts in (a real path).
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The program and its arguments: `SHELL -c COMMAND`.
-    pub program: Vec<OsString>,
+    pub(crate) program: Vec<OsString>,
     /// The folders of the call's cgroup, which the run process joins before anything else
     /// (the limits; see the `limits` module).
-    pub cgroups: Vec<PathBuf>,
+    pub(crate) cgroups: Vec<PathBuf>,
     /// The call's limits; init sets them as rlimits when there is no cgroup.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// `full-access`: none of the confinement, only the PID and mount namespaces that contain
     /// the command's processes (see the `contain` module).
-    pub full_access: bool,
+    pub(crate) full_access: bool,
     /// Whether the command may create Unix sockets (`[bash] unix_sockets = "allow"`); by
     /// default seccomp refuses `socket(AF_UNIX, …)`.
-    pub unix_sockets: bool,
+    pub(crate) unix_sockets: bool,
 }
 
 /// The part of the helper a command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// The outer helper: enters the namespaces, starts the init, watches the control socket.
     Run,
     /// Process 1 of the new PID namespace: mounts, loopback, Landlock, the shell, reaping.
@@ -120,7 +124,7 @@ impl Role {
 
 impl Spec {
     /// The arguments after the helper's path, for `role`.
-    pub fn to_args(&self, role: Role) -> Vec<OsString> {
+    pub(crate) fn to_args(&self, role: Role) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![HELPER_ARG.into(), role.name().into()];
         args.push("--net".into());
         args.push(
@@ -143,6 +147,10 @@ impl Spec {
         for dir in &self.protect {
             args.push("--protect".into());
             args.push(dir.into());
+        }
+        for path in &self.deny {
+            args.push("--deny".into());
+            args.push(path.into());
         }
         args.push("--cwd".into());
         args.push(self.cwd.as_os_str().into());
@@ -172,7 +180,7 @@ impl Spec {
     }
 
     /// Parses the arguments after the helper's own path (starting with [`HELPER_ARG`]).
-    pub fn parse(args: &[OsString]) -> Result<(Role, Option<Spec>), String> {
+    pub(crate) fn parse(args: &[OsString]) -> Result<(Role, Option<Spec>), String> {
         let mut args = args.iter();
         if args.next().map(OsString::as_os_str) != Some(OsStr::new(HELPER_ARG)) {
             return Err(format!("the first argument must be {HELPER_ARG}"));
@@ -192,6 +200,7 @@ impl Spec {
             join: None,
             write: Vec::new(),
             protect: Vec::new(),
+            deny: Vec::new(),
             cwd: PathBuf::from("/"),
             program: Vec::new(),
             cgroups: Vec::new(),
@@ -231,6 +240,7 @@ impl Spec {
                 }
                 "--write" => spec.write.push(value.into()),
                 "--protect" => spec.protect.push(value.into()),
+                "--deny" => spec.deny.push(value.into()),
                 "--cwd" => spec.cwd = value.into(),
                 "--unix-sockets" => {
                     spec.unix_sockets = match value.to_str() {
@@ -264,7 +274,7 @@ impl Spec {
 
 /// A message on the control socket: one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Message {
+pub(crate) enum Message {
     /// The init process was started; its pid as the tool sees it.
     Init(i32),
     /// The proxy listener (sent along as a file descriptor) listens on this loopback port.
@@ -364,12 +374,12 @@ fn decode_list(text: &str) -> Option<Vec<OsString>> {
 impl Message {
     /// Whether a descriptor comes with the message (sent along with its bytes): only the
     /// messages that carry one may claim a received descriptor, whatever else arrived with it.
-    pub fn carries_fd(&self) -> bool {
+    pub(crate) fn carries_fd(&self) -> bool {
         matches!(self, Message::Proxy(_) | Message::Stdin | Message::Dialed)
     }
 
     /// The message's line, with its line feed.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         match self {
             Message::Init(pid) => format!("init {pid}\n"),
             Message::Proxy(port) => format!("proxy {port}\n"),
@@ -402,7 +412,7 @@ impl Message {
     }
 
     /// Reads a message's line (without its line feed).
-    pub fn decode(text: &str) -> Option<Self> {
+    pub(crate) fn decode(text: &str) -> Option<Self> {
         let (kind, rest) = text.split_once(' ')?;
         Some(match kind {
             "init" => Message::Init(rest.parse().ok()?),
@@ -455,6 +465,7 @@ mod tests {
             join: Some((4242, 987_654)),
             write: vec!["/w".into(), "/w/.vak/scratch/a b".into()],
             protect: vec!["/w/.vak".into()],
+            deny: vec!["/home/u/.ssh".into(), "/home/u/.netrc".into()],
             cwd: "/w/sub".into(),
             program: vec![
                 "/bin/bash".into(),

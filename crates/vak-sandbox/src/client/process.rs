@@ -1,3 +1,8 @@
+//! The processes of the sandbox's calls, through `/proc`: named by pid *and* start time (read
+//! from `/proc/<pid>/stat`) and signalled through a pidfd checked against that start time (the
+//! session's holder is named this way, and a joining helper checks it); and every process that
+//! belongs to one call found (`Anchor::scan`), which the call's guard (`super::tree`) stops.
+//!
 //! Finding and signalling every process that belongs to one call, through `/proc`.
 //!
 //! A call's shell starts a new session, so its session id and process group id are its own pid.
@@ -23,9 +28,123 @@
 //! Zombies, exiting processes and kernel threads are never members.
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::OwnedFd;
 
-use rustix::process::{Pid, Signal};
-pub(crate) use vak_sandbox::process::{Proc, Stat, read_stat, signal_one};
+use rustix::process::{Pid, PidfdFlags, Signal};
+
+/// One process, named by its pid and start time (in clock ticks since boot): the pair cannot be
+/// reused, the pid alone can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Proc {
+    /// The process id.
+    pub pid: i32,
+    /// Its start time, in clock ticks after boot.
+    pub start: u64,
+}
+
+/// What one `/proc/<pid>/stat` says that matters here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// Its state letter (`R`, `S`, `Z`, …).
+    pub(crate) state: char,
+    /// Its parent's pid.
+    pub(crate) ppid: i32,
+    /// Its process group.
+    pub(crate) pgrp: i32,
+    /// Its session.
+    pub(crate) session: i32,
+    /// Its controlling terminal's device number (0: none).
+    pub(crate) tty: i32,
+    /// The kernel's `PF_*` flags.
+    pub(crate) flags: u64,
+    /// Its start time, in clock ticks after boot.
+    pub(crate) start: u64,
+}
+
+/// The kernel's `PF_EXITING` flag: the process has begun to exit.
+const PF_EXITING: u64 = 0x4;
+/// The kernel's `PF_KTHREAD` flag: a kernel thread.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+impl Stat {
+    /// Whether the process has ended or is ending (exiting, a zombie waiting to be reaped, or
+    /// dead): there is nothing left to stop.
+    pub(crate) fn ended(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x') || self.flags & PF_EXITING != 0
+    }
+
+    /// Whether this is one of the kernel's own threads.
+    pub(crate) fn kernel(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
+    }
+}
+
+/// Parses the text of `/proc/<pid>/stat`.
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
+    // The command name sits in parentheses and may hold spaces and parentheses itself: the
+    // fields that follow start after the *last* closing parenthesis.
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let mut fields = text.get(close + 1..)?.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    let tty = fields.next()?.parse().ok()?;
+    let _tpgid = fields.next()?;
+    let flags = fields.next()?.parse().ok()?;
+    // minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime, priority, nice,
+    // num_threads, itrealvalue, then starttime.
+    let start = fields.nth(12)?.parse().ok()?;
+    Some(Stat {
+        pid,
+        state,
+        ppid,
+        pgrp,
+        session,
+        tty,
+        flags,
+        start,
+    })
+}
+
+/// Reads `/proc/<pid>/stat`, or `None` once the process is gone.
+pub(crate) fn read_stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Sends `signal` to `proc` if that very process (same pid *and* start time) still runs.
+pub(crate) fn signal_one(proc: Proc, signal: Signal) {
+    let Some(pid) = Pid::from_raw(proc.pid) else {
+        return;
+    };
+    let same = || read_stat(proc.pid).is_some_and(|stat| stat.start == proc.start);
+    match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(pidfd) => {
+            // The pidfd names whichever process held the pid when it was opened; checking the
+            // start time *after* opening proves it is ours.
+            if same() {
+                send(&pidfd, signal);
+            }
+        }
+        Err(rustix::io::Errno::SRCH) => {}
+        Err(_) => {
+            // No pidfd (a kernel before 5.3): check and signal by pid, which leaves only the
+            // narrow window between the two for a pid to be reused.
+            if same() {
+                let _ = rustix::process::kill_process(pid, signal);
+            }
+        }
+    }
+}
+
+fn send(pidfd: &OwnedFd, signal: Signal) {
+    let _ = rustix::process::pidfd_send_signal(pidfd, signal);
+}
 
 /// The environment variable that tags every process of a call.
 pub(crate) const CALL_ID_VAR: &str = "VAK_CALL_ID";
@@ -82,7 +201,7 @@ pub(crate) fn environ_has_id(environ: &[u8], call_id: &str) -> bool {
 
 /// The command line of a process, its arguments joined by spaces (at most 200 characters), or
 /// its name in brackets when the command line is empty.
-pub(crate) fn cmdline(pid: i32) -> String {
+pub fn cmdline(pid: i32) -> String {
     const MAX: usize = 200;
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let mut text: String = String::from_utf8_lossy(&raw)
@@ -100,11 +219,11 @@ pub(crate) fn cmdline(pid: i32) -> String {
 
 /// What one scan of `/proc` found.
 #[derive(Debug, Default)]
-pub(crate) struct Scan {
+pub struct Scan {
     /// The processes of the call still running.
-    pub(crate) alive: Vec<Proc>,
-    /// Whether a process of unknown owner had a blank environment (see [`Tag::Blank`]).
-    pub(crate) blank: bool,
+    pub alive: Vec<Proc>,
+    /// Whether a process of unknown owner had a blank environment (a process caught inside `execve`).
+    pub blank: bool,
 }
 
 /// The PID namespace of a sandboxed call: every process in it belongs to the call, and none
@@ -277,7 +396,7 @@ impl Anchor {
 }
 
 /// The conventional name of a signal number (`SIGKILL`), or `signal N`.
-pub(crate) fn signal_name(number: i32) -> String {
+pub fn signal_name(number: i32) -> String {
     let known = [
         (Signal::HUP, "SIGHUP"),
         (Signal::INT, "SIGINT"),
@@ -310,7 +429,7 @@ pub(crate) fn signal_name(number: i32) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+mod scan_tests {
     use super::*;
 
     #[test]
@@ -344,5 +463,38 @@ mod tests {
     #[test]
     fn own_command_line_is_readable() {
         assert!(!cmdline(std::process::id() as i32).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse_even_with_odd_names() {
+        let line = "4242 (we (ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    987654 1000 10 18446744073709551615";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!(
+            stat,
+            Stat {
+                pid: 4242,
+                state: 'S',
+                ppid: 1,
+                pgrp: 4242,
+                session: 4242,
+                tty: 0,
+                flags: 4_194_560,
+                start: 987_654,
+            }
+        );
+        assert!(!stat.ended());
+        let exiting = line.replace(" 4194560 ", " 4194564 ");
+        assert!(parse_stat(&exiting).unwrap().ended());
+        let zombie = line.replace(") S ", ") Z ");
+        assert!(parse_stat(&zombie).unwrap().ended());
+        assert!(parse_stat("garbage").is_none());
+        let own = read_stat(std::process::id() as i32).unwrap();
+        assert_eq!(own.pid, std::process::id() as i32);
     }
 }

@@ -1,4 +1,4 @@
-//! The helper's shared plumbing, used by every role ([`super::run`], [`super::init`],
+//! The helper's shared plumbing, used by every role ([`super::outer`], [`super::init`],
 //! [`super::holder`], [`super::probe`]): the control socket (its standard input), sending and
 //! reading messages on it, entering namespaces and mapping the user.
 
@@ -13,8 +13,8 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
-use crate::control::Received;
-use crate::spec::Message;
+use crate::client::control::Received;
+use crate::wire::Message;
 
 /// The control socket: the helper's standard input.
 pub(crate) fn control() -> BorrowedFd<'static> {

@@ -21,19 +21,27 @@
 //! environment computed for it. A standby that no call takes dies with the session (dropping
 //! it kills the helper; its init dies with it), or with the tool (the control socket closes).
 //! It holds two idle processes and a cgroup meanwhile.
+//!
+//! Which call starts one ([`Next`], in the session's state): a session's second foreground
+//! call starts the helper of its third, and every call that takes one starts the next. A
+//! session of one call (`vak-tools call`) never starts one it would not use. Background jobs
+//! start their helper themselves.
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
 
-use tokio::process::{Child, Command};
+use tokio::process::Child;
+use tokio::task::JoinHandle;
 
-use crate::Plan;
-use crate::control::{Control, pair};
+use crate::client::Plan;
+use crate::client::control::{Control, pair};
+use crate::client::spawn::new_call_id;
 use crate::limits::Cgroup;
-use crate::spec::{Message, Role, Spec, Stdin};
+use crate::wire::{Message, Role, Spec, Stdin};
 
 /// A helper started ahead of its call, waiting for it (see the module docs).
-pub struct Standby {
+pub(crate) struct Standby {
     /// The helper's run process: its stdout and stderr are the pipes of the call's output.
     child: Child,
     /// The tool's end of its control socket.
@@ -59,29 +67,19 @@ impl Standby {
     /// Starts the helper of a later call like `plan`'s (its limits and session network already
     /// set), in `cgroup` (made by the caller for that call). Needs a Tokio runtime (it may run
     /// on a blocking thread of one).
-    pub fn start(plan: &Plan, cgroup: Option<Cgroup>) -> std::io::Result<Self> {
+    pub(crate) fn start(plan: &Plan, cgroup: Option<Cgroup>) -> std::io::Result<Self> {
         let mut spec = plan.spec.clone();
         spec.cgroups = cgroup.as_ref().map(Cgroup::folders).unwrap_or_default();
         spec.stdin = Stdin::Null;
         // Never run: the call brings its own. Only the shell is named, not the earlier command.
         spec.program.truncate(1);
         let (ours, theirs) = pair()?;
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "the sandbox starts processes: here, a helper ahead of its call"
-        )]
-        let mut command = Command::new(&plan.helper);
+        let mut command = crate::client::launch::helper(&plan.helper, spec.to_args(Role::Standby));
         command
-            .args(spec.to_args(Role::Standby))
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Out of the caller's process group, as a call's helper (a terminal's Ctrl-C).
-            .process_group(0)
-            .current_dir("/")
-            // Init gives the shell the call's environment, nothing of the helper's.
-            .env_clear()
-            .kill_on_drop(true);
+            .current_dir("/");
         let child = command.spawn()?;
         Ok(Self {
             child,
@@ -95,7 +93,7 @@ impl Standby {
     /// Whether `plan`'s call (its limits and session network set) can run in this helper: the
     /// same helper binary, the same session network, `full-access` or not as it, the same
     /// limits.
-    pub fn fits(&self, plan: &Plan) -> bool {
+    pub(crate) fn fits(&self, plan: &Plan) -> bool {
         self.helper == plan.helper
             && self.spec.join == plan.spec.join
             && self.spec.full_access == plan.spec.full_access
@@ -103,7 +101,7 @@ impl Standby {
     }
 
     /// Whether the helper is still waiting (it has not ended, killed from outside, say).
-    pub fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 
@@ -111,7 +109,7 @@ impl Standby {
     /// shell's whole environment `env`: the helper's run process (whose stdout and stderr
     /// carry the command's), the control socket it reports on, and the call's cgroup. `plan`
     /// gets the cgroup's folders.
-    pub async fn begin(
+    pub(crate) async fn begin(
         self,
         plan: &mut Plan,
         env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
@@ -133,5 +131,61 @@ impl Standby {
             })
             .await?;
         Ok((child, control, cgroup))
+    }
+}
+
+/// A session's state (its next helper): its foreground calls so far, and the helper being started for the next.
+#[derive(Default)]
+pub(crate) struct Next {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    calls: u64,
+    next: Option<JoinHandle<Option<Standby>>>,
+}
+
+impl Next {
+    /// The helper started ahead for this call, if one is ready or starting and fits `plan`
+    /// (its limits and session network set); then starts the one of the next call.
+    pub(crate) async fn take(&self, plan: &Plan) -> Option<Standby> {
+        let pending = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.calls += 1;
+            if state.calls == 1 {
+                return None;
+            }
+            state.next.take()
+        };
+        let taken = match pending {
+            Some(pending) => pending.await.ok().flatten(),
+            None => None,
+        };
+        // One that does not fit (the mode was widened for an approved call, the session's
+        // network holder was replaced, the limits changed) is dropped: that kills it.
+        let taken = taken
+            .filter(|standby| standby.fits(plan))
+            .and_then(|mut standby| standby.alive().then_some(standby));
+        self.prepare(plan);
+        taken
+    }
+
+    /// Starts the helper of the next call like `plan`'s, on a blocking thread: making its
+    /// cgroup and starting a process take a millisecond or two the call need not wait for.
+    fn prepare(&self, plan: &Plan) {
+        let plan = plan.clone();
+        let starting = tokio::task::spawn_blocking(move || {
+            let limits = plan.spec.limits;
+            let cgroup = if limits.any() {
+                Cgroup::create(limits, &new_call_id()).ok()
+            } else {
+                None
+            };
+            Standby::start(&plan, cgroup).ok()
+        });
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another call of the session started one meanwhile: the later one stands by.
+        state.next = Some(starting);
     }
 }

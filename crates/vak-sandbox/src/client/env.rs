@@ -10,7 +10,8 @@
 //! 2. **default excludes**, unless `ignore_default_excludes = true`: drop every variable that
 //!    looks like a credential, by its name or by its value:
 //!    - a name that matches one of [`DEFAULT_EXCLUDES`] (`*KEY*`, `*SECRET*`, `*TOKEN*`,
-//!      `*PASS*`, `*AUTH*`, …; `AUTHOR` does not count as `AUTH`, so `GIT_AUTHOR_NAME` stays,
+//!      `*PASS*`, `*AUTH*`, …; `AUTHOR` does not count as `AUTH`, so `GIT_AUTHOR_NAME` stays
+//!      (but `AUTHORIZATION` does: `HTTP_AUTHORIZATION` goes),
 //!      and `SSH_AUTH_SOCK`, a path, stays too);
 //!    - a value that holds a URL with a password (`postgres://app:pw@db/x`,
 //!      `redis://:pw@cache`) or a well-known token shape (see [`secret_in_value`]): GitHub
@@ -25,8 +26,11 @@
 //! see [`Filtered::withheld`]): the first call of a session says it in a `note:`, and
 //! `vak-tools doctor` lists it, so that the model can ask the person for what it needs.
 //!
-//! `bash` then adds its own variables (its non-interactive defaults, `TMPDIR`, the call's id,
-//! the proxy); a language server gets `TMPDIR` and `XDG_CACHE_HOME` (see [`crate::Confined`]).
+//! A command then gets the tool's own variables (`command_env`): the non-interactive
+//! defaults (`TERM=dumb`, or `TERM=xterm-256color` for a job on a pseudo-terminal, `NO_COLOR`,
+//! `PAGER`, …), which `set` overrides, then what it needs to work, which nothing overrides:
+//! `TMPDIR`, the call's id and, in the guarded network mode, the proxy. A language server gets
+//! `TMPDIR` and `XDG_CACHE_HOME` (see [`crate::Confined`]).
 
 use std::ffi::{OsStr, OsString};
 
@@ -200,6 +204,10 @@ impl Filtered {
 fn credential(key: &OsStr, value: &OsStr) -> Option<&'static str> {
     let name = key.to_string_lossy().to_ascii_uppercase();
     if !KEPT_NAMES.contains(&name.as_str()) {
+        // `AUTHORIZATION` (HTTP_AUTHORIZATION, PROXY_AUTHORIZATION) is a credential.
+        if name.contains("AUTHORIZ") || name.contains("AUTHORIS") {
+            return Some("its name");
+        }
         // `AUTHOR` (GIT_AUTHOR_NAME) and `AUTHORITY` (XAUTHORITY, a path) are not `AUTH`.
         let judged = name.replace("AUTHOR", "");
         if DEFAULT_EXCLUDES
@@ -427,6 +435,50 @@ pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
     pattern[p..].iter().all(|c| *c == '*')
 }
 
+/// Variables that keep programs from waiting for a person: no pager, no editor, no prompt, no
+/// colour, no interactive installer; `TERM` is `dumb`, or `xterm-256color` on a terminal
+/// ([`TERMINAL_TERM`]). `[bash.env] set` overrides each of them.
+pub(crate) const NON_INTERACTIVE: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_EDITOR", "true"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("EDITOR", "true"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("CI", "1"),
+];
+
+/// `TERM` of a background job on a pseudo-terminal (`tty`): what `less`, `top` and REPLs need
+/// to draw, and what the output's cleaning understands.
+pub(crate) const TERMINAL_TERM: &str = "xterm-256color";
+
+/// A command's environment: the policy applied to the context's `env`, then the tool's
+/// defaults ([`NON_INTERACTIVE`], `TERM` for a `terminal`) where `[bash.env] set` does not name
+/// them. The tool's own variables (`TMPDIR`, the call's id, the proxy) come after, from the
+/// caller.
+pub(crate) fn command_env(
+    policy: &EnvPolicy,
+    env: &[(OsString, OsString)],
+    terminal: bool,
+) -> Filtered {
+    let mut filtered = policy.filter(env);
+    for (key, value) in NON_INTERACTIVE {
+        if policy.set.contains_key(*key) {
+            continue;
+        }
+        let value = if *key == "TERM" && terminal {
+            TERMINAL_TERM
+        } else {
+            value
+        };
+        filtered.env.retain(|(known, _)| known != key);
+        filtered.env.push(((*key).into(), value.into()));
+    }
+    filtered
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,6 +578,10 @@ mod tests {
             ("DOCKER_AUTH_CONFIG", "{}", Some("its name")),
             ("NPM_CONFIG__AUTH", "x", Some("its name")),
             ("OAUTH_CLIENT", "x", Some("its name")),
+            ("HTTP_AUTHORIZATION", "Basic eA==", Some("its name")),
+            ("PROXY_AUTHORIZATION", "Basic eA==", Some("its name")),
+            ("GIT_HTTP_AUTHORIZATION", "Bearer x", Some("its name")),
+            ("API_AUTHORISATION", "x", Some("its name")),
             ("my_api_key", "x", Some("its name")),
             // Withheld by value, whatever the name.
             (

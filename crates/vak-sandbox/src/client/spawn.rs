@@ -10,13 +10,86 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use crate::env::{EnvPolicy, Filtered, command_env};
-use crate::error::BashError;
-use crate::procs::CALL_ID_VAR;
-use vak_sandbox::control::send_fd;
-use vak_sandbox::{Message, Role, Spec};
+use crate::client::control::send_fd;
+use crate::client::env::{EnvPolicy, Filtered, command_env};
+use crate::client::process::CALL_ID_VAR;
+use crate::wire::{Message, Role, Spec};
+
+/// Why a command could not be started; each message says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    /// The working folder does not exist.
+    #[error(
+        "the working folder {} does not exist. Create it first (`mkdir -p`) or pass an \
+         existing folder as `cwd`",
+        path.display()
+    )]
+    CwdMissing {
+        /// The folder.
+        path: std::path::PathBuf,
+    },
+    /// The configured shell does not exist.
+    #[error(
+        "the shell {} cannot be found ({source}). The shell is set by whoever runs the agent \
+         (`[bash] shell` in .vak/config.toml), not by the call: this tool cannot run commands \
+         until it names an existing shell such as /bin/bash",
+        shell.display()
+    )]
+    ShellMissing {
+        /// The shell path.
+        shell: std::path::PathBuf,
+        /// What the lookup said.
+        source: std::io::Error,
+    },
+    /// The configured shell is not an executable file.
+    #[error(
+        "the shell {} is not an executable file. The shell is set by whoever runs the agent \
+         (`[bash] shell` in .vak/config.toml): it must name an executable such as /bin/bash",
+        shell.display()
+    )]
+    ShellNotExecutable {
+        /// The shell path.
+        shell: std::path::PathBuf,
+    },
+    /// The scratch folder could not be created.
+    #[error(
+        "the scratch folder for temporary files cannot be created ({source}); check that the \
+         workspace is writable"
+    )]
+    Scratch {
+        /// What creating it said.
+        source: std::io::Error,
+    },
+    /// Starting the shell failed.
+    #[error("the shell {} could not be started: {source}. Try again; if it keeps failing, the \
+             machine may be out of processes or memory", shell.display())]
+    Spawn {
+        /// The shell path.
+        shell: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The socket to the sandbox helper could not be made.
+    #[error(
+        "the control socket of the sandbox could not be created ({source}); nothing was run. \
+         Try again; if it keeps failing, the machine may be out of file descriptors"
+    )]
+    Control {
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The pipe or pseudo-terminal of a background job could not be made.
+    #[error(
+        "the job's standard input ({source}) could not be made; nothing was run. Try again; if \
+         it keeps failing, the machine may be out of file descriptors or pseudo-terminals"
+    )]
+    Input {
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
 
 /// A fresh id for one call, unique on this host: process id, time and a counter.
 pub(crate) fn new_call_id() -> String {
@@ -44,7 +117,7 @@ pub(crate) fn call_id_chain(inherited: Option<&OsStr>, call_id: &str) -> OsStrin
 
 /// What the shell reads, and where it writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Input {
+pub enum Input {
     /// `/dev/null`; stdout and stderr are pipes (a foreground call).
     Null,
     /// A pipe the tool writes to; stdout and stderr are pipes (a background job).
@@ -104,8 +177,8 @@ struct Ends {
     theirs: Option<OwnedFd>,
 }
 
-fn ends(input: Input) -> Result<Ends, BashError> {
-    let failed = |source: std::io::Error| BashError::Input { source };
+fn ends(input: Input) -> Result<Ends, StartError> {
+    let failed = |source: std::io::Error| StartError::Input { source };
     Ok(match input {
         Input::Null => Ends {
             ours: None,
@@ -122,7 +195,7 @@ fn ends(input: Input) -> Result<Ends, BashError> {
             }
         }
         Input::Tty => {
-            let pty = crate::pty::open().map_err(failed)?;
+            let pty = crate::client::pty::open().map_err(failed)?;
             Ends {
                 reader: Some(pty.controller.try_clone().map_err(failed)?),
                 ours: Some(pty.controller),
@@ -154,10 +227,10 @@ pub(crate) fn shell_env(launch: &Launch<'_>) -> Filtered {
 /// What is checked before a shell is started: that it exists and runs, and that the call's
 /// folder exists (a helper started ahead of the call is already running, so its spawn cannot
 /// say so).
-pub(crate) fn check(launch: &Launch<'_>) -> Result<(), BashError> {
+pub(crate) fn check(launch: &Launch<'_>) -> Result<(), StartError> {
     check_shell(launch.shell)?;
     if !launch.cwd.is_dir() {
-        return Err(BashError::CwdMissing {
+        return Err(StartError::CwdMissing {
             path: launch.cwd.to_path_buf(),
         });
     }
@@ -165,12 +238,12 @@ pub(crate) fn check(launch: &Launch<'_>) -> Result<(), BashError> {
 }
 
 /// Starts the shell: directly in a new session, or through the sandbox helper.
-pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
+pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, StartError> {
     check_shell(launch.shell)?;
     let ends = ends(launch.input)?;
     let terminal = launch.input == Input::Tty;
     let mut environment = shell_env(&launch);
-    let spawn_failed = |source| BashError::Spawn {
+    let spawn_failed = |source| StartError::Spawn {
         shell: launch.shell.to_path_buf(),
         source,
     };
@@ -180,17 +253,9 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
                 // Init takes it from the socket before it starts the shell.
                 send_fd(sandbox.ours, &Message::Stdin, theirs).map_err(spawn_failed)?;
             }
-            #[allow(
-                clippy::disallowed_methods,
-                reason = "vak-tool-bash is one of the two crates that start processes"
-            )]
-            let mut command = Command::new(sandbox.helper);
-            command
-                .args(sandbox.spec.to_args(Role::Run))
-                .stdin(Stdio::from(sandbox.theirs))
-                // Out of the caller's process group: a terminal's Ctrl-C reaches the caller,
-                // which cancels the call, not the helper. Init starts the new session.
-                .process_group(0);
+            let mut command =
+                crate::client::launch::helper(sandbox.helper, sandbox.spec.to_args(Role::Run));
+            command.stdin(Stdio::from(sandbox.theirs));
             if terminal {
                 command.stdout(Stdio::null()).stderr(Stdio::null());
             } else {
@@ -199,11 +264,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
             command
         }
         None => {
-            #[allow(
-                clippy::disallowed_methods,
-                reason = "vak-tool-bash is one of the two crates that start processes"
-            )]
-            let mut command = Command::new(launch.shell);
+            let mut command = crate::client::launch::unconfined(launch.shell);
             command.arg("-c").arg(launch.command);
             match (&ends.theirs, terminal) {
                 (Some(tty), true) => {
@@ -241,7 +302,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
         .envs(std::mem::take(&mut environment.env));
     let mut child = command.spawn().map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound && !launch.cwd.is_dir() {
-            BashError::CwdMissing {
+            StartError::CwdMissing {
                 path: launch.cwd.to_path_buf(),
             }
         } else {
@@ -278,14 +339,14 @@ pub(crate) fn spawn(launch: Launch<'_>) -> Result<Spawned, BashError> {
 }
 
 /// Refuses a shell path that names nothing runnable, before trying to start it.
-fn check_shell(shell: &Path) -> Result<(), BashError> {
+fn check_shell(shell: &Path) -> Result<(), StartError> {
     use std::os::unix::fs::PermissionsExt as _;
-    let metadata = std::fs::metadata(shell).map_err(|source| BashError::ShellMissing {
+    let metadata = std::fs::metadata(shell).map_err(|source| StartError::ShellMissing {
         shell: shell.to_path_buf(),
         source,
     })?;
     if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
-        return Err(BashError::ShellNotExecutable {
+        return Err(StartError::ShellNotExecutable {
             shell: shell.to_path_buf(),
         });
     }

@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use nix::sched::CloneFlags;
 
-use crate::netlink;
-use crate::plumbing::{Inbox, enter, send};
-use crate::spec::Message;
+use crate::helper::netlink;
+use crate::helper::plumbing::{Inbox, enter, send};
+use crate::wire::Message;
 
 /// How long a connection on loopback may take (a listener whose backlog is full).
 const DIAL_TIMEOUT: Duration = Duration::from_secs(5);

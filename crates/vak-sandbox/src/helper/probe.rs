@@ -6,8 +6,8 @@
 
 use std::process::ExitCode;
 
-use crate::plumbing::enter_namespaces;
-use crate::rules;
+use crate::helper::plumbing::enter_namespaces;
+use crate::helper::rules;
 
 /// The probe's `main`.
 pub(crate) fn main() -> ExitCode {

@@ -17,7 +17,7 @@ use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::UnixStream;
 use vak_guard::proxy::{Dialer, Proxy, ProxyOptions, Report};
 
-use crate::spec::Message;
+use crate::wire::Message;
 
 /// How a sandboxed command's shell ended, as init reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub enum ShellEnd {
 }
 
 /// A connected pair (both ends close on exec): the tool's end and the helper's.
-pub fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd)> {
+pub(crate) fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd)> {
     let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
     ours.set_nonblocking(true)?;
     Ok((ours, OwnedFd::from(theirs)))
@@ -37,7 +37,7 @@ pub fn pair() -> std::io::Result<(std::os::unix::net::UnixStream, OwnedFd)> {
 
 /// Sends `message` with `fd` attached on the tool's end before the helper runs (the socket's
 /// buffer is empty, so a non-blocking send cannot find it full).
-pub fn send_fd(
+pub(crate) fn send_fd(
     ours: &std::os::unix::net::UnixStream,
     message: &Message,
     fd: impl AsFd,
@@ -171,24 +171,24 @@ impl Link {
 }
 
 /// What the helper said so far: the tool's end of one sandboxed command, and its end.
-pub struct Control {
+pub(crate) struct Control {
     link: Option<Link>,
     dialer: Option<Arc<dyn Dialer>>,
     /// Init's pid, once the helper started it.
-    pub init: Option<i32>,
+    pub(crate) init: Option<i32>,
     /// How the shell ended, once it did.
-    pub end: Option<ShellEnd>,
+    pub(crate) end: Option<ShellEnd>,
     /// Why the sandbox could not be set up, if it could not.
-    pub refusal: Option<String>,
+    pub(crate) refusal: Option<String>,
     /// Whether init said that the shell left no process behind.
-    pub alone: bool,
+    pub(crate) alone: bool,
     proxy: Option<Proxy>,
 }
 
 impl Control {
     /// Watches `ours`; a proxy listener the helper sends is served with `dialer`. Needs a
     /// Tokio runtime with I/O enabled.
-    pub fn new(
+    pub(crate) fn new(
         ours: std::os::unix::net::UnixStream,
         dialer: Option<Arc<dyn Dialer>>,
     ) -> std::io::Result<Self> {
@@ -204,12 +204,12 @@ impl Control {
     }
 
     /// Closes the tool's end: the helper then kills init, and with it every process left.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.link = None;
     }
 
     /// Sends `message` to the helper (the call of a helper started ahead of it).
-    pub async fn send(&mut self, message: &Message) -> std::io::Result<()> {
+    pub(crate) async fn send(&mut self, message: &Message) -> std::io::Result<()> {
         match self.link.as_mut() {
             Some(link) => link.send(message).await,
             None => Err(std::io::Error::other("the control socket is closed")),
@@ -217,12 +217,12 @@ impl Control {
     }
 
     /// What the proxy refused so far, in the guarded network mode.
-    pub fn report(&self) -> Option<Report> {
+    pub(crate) fn report(&self) -> Option<Report> {
         self.proxy.as_ref().map(Proxy::report)
     }
 
     /// Reads and applies the next message; `false` once the helper's end is closed.
-    pub async fn next(&mut self) -> bool {
+    pub(crate) async fn next(&mut self) -> bool {
         let Some(link) = self.link.as_mut() else {
             return false;
         };

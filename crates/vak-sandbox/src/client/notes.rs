@@ -188,7 +188,7 @@ fn real(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Net, Spec, Stdin};
+    use crate::wire::{Net, Spec, Stdin};
 
     fn plan(mode: PermissionMode) -> Plan {
         Plan {
@@ -199,6 +199,7 @@ mod tests {
                 join: None,
                 write: vec!["/w".into(), "/w/.vak/scratch/a".into()],
                 protect: vec!["/w/.vak".into()],
+                deny: Vec::new(),
                 cwd: "/w/src".into(),
                 program: vec!["sh".into()],
                 cgroups: Vec::new(),

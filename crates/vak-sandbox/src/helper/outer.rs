@@ -21,11 +21,11 @@ use std::process::{Command, ExitCode, Stdio};
 use nix::sched::CloneFlags;
 use rustix::process::{Pid, PidfdFlags};
 
-use crate::plumbing::{
+use crate::helper::plumbing::{
     OWN_NAMESPACES, control, enter_namespaces, keep_admin_capabilities_across_exec, release_output,
     send,
 };
-use crate::spec::{Message, Role, Spec};
+use crate::wire::{Message, Role, Spec};
 
 /// Joins the user and network namespaces of the session's holder, the process `pid` that
 /// started at `start` (clock ticks after boot), then enters new mount and PID namespaces.
@@ -40,8 +40,8 @@ fn join(pid: i32, start: u64) -> Result<(), String> {
     };
     let user = open("user")?;
     let net = open("net")?;
-    let alive =
-        crate::process::read_stat(pid).is_some_and(|stat| stat.start == start && !stat.ended());
+    let alive = crate::client::process::read_stat(pid)
+        .is_some_and(|stat| stat.start == start && !stat.ended());
     if !alive {
         return Err("the session's network holder has ended; call again".into());
     }
@@ -62,7 +62,7 @@ pub(crate) fn run(spec: &Spec, init: Role) -> Result<ExitCode, String> {
     let init_role = init;
     crate::limits::join(&spec.cgroups)?;
     match spec.join {
-        _ if spec.full_access => crate::contain::enter()?,
+        _ if spec.full_access => crate::helper::contain::enter()?,
         Some((pid, start)) => join(pid, start)?,
         None => enter_namespaces()?,
     }
