@@ -32,14 +32,19 @@ pub(crate) use crate::commit::Previous;
 pub(crate) fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
+    journal_dir: Option<&Path>,
     before_replace: impl FnOnce(&Path) -> io::Result<()>,
 ) -> io::Result<Previous> {
-    crate::commit::write_one(path, bytes, before_replace)
+    crate::commit::write_one(path, bytes, journal_dir, before_replace)
 }
 
 /// [`write_atomic_with`] without a hook.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Previous> {
-    write_atomic_with(path, bytes, |_| Ok(()))
+pub(crate) fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    journal_dir: Option<&Path>,
+) -> io::Result<Previous> {
+    write_atomic_with(path, bytes, journal_dir, |_| Ok(()))
 }
 
 #[cfg(test)]
@@ -55,9 +60,12 @@ mod tests {
     fn creates_with_parents_and_replaces() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a/b/c.txt");
-        assert_eq!(write_atomic(&path, b"one").unwrap(), Previous::Created);
         assert_eq!(
-            write_atomic(&path, b"three").unwrap(),
+            write_atomic(&path, b"one", None).unwrap(),
+            Previous::Created
+        );
+        assert_eq!(
+            write_atomic(&path, b"three", None).unwrap(),
             Previous::Replaced {
                 bytes: 3,
                 way: Way::Renamed
@@ -74,7 +82,7 @@ mod tests {
         fs::set_permissions(&real, fs::Permissions::from_mode(0o751)).unwrap();
         let link = dir.path().join("link.sh");
         std::os::unix::fs::symlink("real.sh", &link).unwrap();
-        write_atomic(&link, b"new").unwrap();
+        write_atomic(&link, b"new", None).unwrap();
         assert!(
             fs::symlink_metadata(&link)
                 .unwrap()
@@ -93,7 +101,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.txt");
         fs::write(&path, "original").unwrap();
-        let result = write_atomic_with(&path, b"replacement", |temp| {
+        let result = write_atomic_with(&path, b"replacement", None, |temp| {
             assert_eq!(fs::read(temp).unwrap(), b"replacement");
             Err(io::Error::other("simulated crash"))
         });
@@ -114,7 +122,7 @@ mod tests {
         fs::write(&one, "old content\n").unwrap();
         fs::hard_link(&one, &two).unwrap();
         let inode = fs::metadata(&one).unwrap().ino();
-        let previous = write_atomic(&one, b"new\n").unwrap();
+        let previous = write_atomic(&one, b"new\n", None).unwrap();
         assert_eq!(
             previous,
             Previous::Replaced {
@@ -146,7 +154,7 @@ mod tests {
         } else {
             (me.uid(), me.gid())
         };
-        let previous = write_atomic(&path, b"new").unwrap();
+        let previous = write_atomic(&path, b"new", None).unwrap();
         let meta = fs::metadata(&path).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (uid, gid));
         assert_eq!(meta.permissions().mode() & 0o777, 0o640);
@@ -166,7 +174,7 @@ mod tests {
         let one = dir.path().join("one.txt");
         fs::write(&one, "old").unwrap();
         fs::hard_link(&one, dir.path().join("two.txt")).unwrap();
-        let result = write_atomic_with(&one, b"new", |_| Err(io::Error::other("crash")));
+        let result = write_atomic_with(&one, b"new", None, |_| Err(io::Error::other("crash")));
         assert!(result.is_err());
         assert_eq!(fs::read(&one).unwrap(), b"old");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
@@ -175,7 +183,7 @@ mod tests {
     #[test]
     fn refuses_directories() {
         let dir = tempfile::tempdir().unwrap();
-        let error = write_atomic(dir.path(), b"x").unwrap_err();
+        let error = write_atomic(dir.path(), b"x", None).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::IsADirectory);
     }
 }

@@ -202,6 +202,9 @@ enum Change {
 #[derive(Debug, Default)]
 pub struct Transaction {
     journal_dir: Option<PathBuf>,
+    /// The journal is written only when an entry is applied in place (a one-file write, whose
+    /// rename needs none), after the new content is prepared and before the commit point.
+    journal_in_place_only: bool,
     entries: Vec<Entry>,
     #[cfg(test)]
     crash_after: Option<usize>,
@@ -303,13 +306,21 @@ impl Transaction {
     }
 }
 
-/// Writes one file through a transaction without a journal (what `write` and `edit` do).
+/// Writes one file through a transaction (what `write` and `edit` do). A rename needs no
+/// journal; a write in place (a file with several hard links, or an owner a new file cannot be
+/// given) is journalled in `journal_dir`, so that [`recover`] finishes it after a crash. Without
+/// a journal folder an in-place write is only undone when it fails, not when the process dies.
 pub(crate) fn write_one(
     path: &Path,
     bytes: &[u8],
+    journal_dir: Option<&Path>,
     before_replace: impl FnOnce(&Path) -> io::Result<()>,
 ) -> io::Result<Previous> {
-    let mut transaction = Transaction::without_journal();
+    let mut transaction = Transaction {
+        journal_dir: journal_dir.map(Path::to_path_buf),
+        journal_in_place_only: true,
+        ..Transaction::default()
+    };
     transaction.write(path, bytes.to_vec(), Expect::Anything);
     let mut hook = Some(before_replace);
     let result = transaction.commit_with(|_, temp| match hook.take() {
@@ -324,6 +335,16 @@ pub(crate) fn write_one(
         Err(CommitError::Io { source, .. }) => Err(source),
         Err(error @ CommitError::Changed { .. }) => Err(io::Error::other(error.to_string())),
     }
+}
+
+/// The journal folder of the agent of `ctx`: its scratch folder,
+/// `<workspace>/.vak/scratch/<agent_id>/`, where [`recover`] looks. Not created here: a
+/// transaction creates it when it writes a journal.
+pub(crate) fn journal_dir(ctx: &vak_tool_core::ToolContext) -> PathBuf {
+    ctx.workspace()
+        .join(".vak")
+        .join("scratch")
+        .join(ctx.agent_id())
 }
 
 /// How a transaction stopped early.
@@ -368,6 +389,8 @@ struct Planned {
 struct Run {
     id: String,
     files: Option<Files>,
+    /// The journal's files when it is written only for an in-place write, until it is.
+    deferred: Option<Files>,
     journal_dir: Option<PathBuf>,
     backups: bool,
     lock: Option<fs::File>,
@@ -393,11 +416,14 @@ impl Run {
             .journal_dir
             .as_deref()
             .map(|dir| Files::new(dir, &id));
+        let lazy = transaction.journal_in_place_only;
+        let (files, deferred) = if lazy { (None, files) } else { (files, None) };
         Ok(Self {
             id,
             files,
+            deferred,
             journal_dir: transaction.journal_dir.clone(),
-            backups: transaction.journal_dir.is_some() || transaction.entries.len() > 1,
+            backups: (transaction.journal_dir.is_some() && !lazy) || transaction.entries.len() > 1,
             lock: None,
             created_dirs: Vec::new(),
             steps: 0,
@@ -423,23 +449,29 @@ impl Run {
         hook: &mut dyn FnMut(usize, &Path) -> io::Result<()>,
     ) -> Result<Vec<Outcome>, Stop> {
         let mut planned = self.plan(entries)?;
-        if let (Some(dir), Some(files)) = (&self.journal_dir, &self.files) {
-            fs::create_dir_all(dir).map_err(io_error("create the journal folder", dir))?;
-            let listed: Vec<(Op, &Path)> = planned
-                .iter()
-                .map(|entry| (entry.op, entry.target.as_path()))
-                .collect();
-            let text = journal::render(&self.id, &listed, &self.created_dirs);
-            let lock = journal::write_whole(&files.journal, &text, fs::File::lock)
-                .map_err(io_error("write the journal", &files.journal))?;
-            self.lock = Some(lock);
+        // A file with several hard links is known to go in place from its look: its journal
+        // comes before anything is made, so that recovery also removes what prepare leaves.
+        if planned.iter().any(|entry| entry.apply == Apply::InPlace) {
+            self.files = self.files.take().or_else(|| self.deferred.take());
         }
+        self.write_journal(&planned)?;
         self.step()?;
         if let Err(stop) = self.prepare(entries, &mut planned, hook) {
             if let Stop::Failed(_) = stop {
                 self.discard(&planned);
             }
             return Err(stop);
+        }
+        // An owner that a new file cannot be given is found out while preparing. An in-place
+        // write changes the target's own bytes: from here on a crash must be finished from the
+        // synced new content, so the journal that says where it is comes first.
+        if self.deferred.is_some() && planned.iter().any(|entry| entry.apply == Apply::InPlace) {
+            self.files = self.deferred.take();
+            if let Err(error) = self.write_journal(&planned) {
+                self.discard(&planned);
+                return Err(Stop::Failed(error));
+            }
+            self.step()?;
         }
         if let Some(commit) = self.files.as_ref().map(|files| files.commit.clone()) {
             let ways: Vec<Apply> = planned.iter().map(|entry| entry.apply).collect();
@@ -514,6 +546,23 @@ impl Run {
                 }),
             })
             .collect())
+    }
+
+    /// Writes the journal (whole, by rename) and takes its lock, when there is one to write.
+    fn write_journal(&mut self, planned: &[Planned]) -> Result<(), CommitError> {
+        let (Some(dir), Some(files)) = (&self.journal_dir, &self.files) else {
+            return Ok(());
+        };
+        fs::create_dir_all(dir).map_err(io_error("create the journal folder", dir))?;
+        let listed: Vec<(Op, &Path)> = planned
+            .iter()
+            .map(|entry| (entry.op, entry.target.as_path()))
+            .collect();
+        let text = journal::render(&self.id, &listed, &self.created_dirs);
+        let lock = journal::write_whole(&files.journal, &text, fs::File::lock)
+            .map_err(io_error("write the journal", &files.journal))?;
+        self.lock = Some(lock);
+        Ok(())
     }
 
     /// Looks at every target; changes nothing.

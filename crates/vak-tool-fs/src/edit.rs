@@ -197,6 +197,7 @@ impl Tool for EditTool {
                 .collect(),
             expect_hash: args.expect_hash,
             limit: self.settings.edit_file_bytes,
+            journal: Some(crate::commit::journal_dir(ctx)),
             #[cfg(feature = "notebook")]
             cell: args.cell.map(|cell| match cell {
                 CellArg::Number(number) => number.to_string(),
@@ -241,6 +242,8 @@ pub(crate) struct Request {
     pub(crate) expect_hash: Option<String>,
     /// The largest file edited.
     pub(crate) limit: u64,
+    /// Where an in-place write is journalled (the agent's scratch folder).
+    pub(crate) journal: Option<PathBuf>,
     /// The notebook cell to edit, as given.
     #[cfg(feature = "notebook")]
     pub(crate) cell: Option<String>,
@@ -506,6 +509,7 @@ mod tests {
             }],
             expect_hash: None,
             limit: u64::MAX,
+            journal: None,
             #[cfg(feature = "notebook")]
             cell: None,
         }

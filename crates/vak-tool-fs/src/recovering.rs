@@ -1,11 +1,136 @@
-//! [`Recovering`]: every file tool first finishes or undoes the transactions a crash
-//! interrupted ([`crate::commit::recover`]), so no tool ever reads a workspace left half
-//! patched.
+//! [`Recovering`]: the first file-tool call of a session finishes or undoes the transactions a
+//! crash interrupted ([`crate::commit::recover`]), so no tool ever reads a workspace left half
+//! written.
+//!
+//! Recovery runs once per session and workspace, on a blocking thread (it lists folders and
+//! may copy files back), and every other call of the session that comes meanwhile waits for it.
+//! What it did is never silent: each recovered transaction is logged (`tracing`, at `warn`),
+//! and the result of the call that ran it ends with a note saying what was finished or undone.
+//! A process that dies later in the same session is recovered by the next session (the next
+//! `vak-tools` start, or `vak-tools recover`).
 
-use vak_tool_core::{Capability, Claims, Tool, ToolContext, ToolError, ToolOutput};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-/// A file tool that runs [`crate::commit::recover`] on its workspace before each call.
+use tokio::sync::OnceCell;
+use vak_tool_core::{Capability, Claims, Content, Tool, ToolContext, ToolError, ToolOutput};
+
+use crate::commit::{Recovered, recover};
+
+/// A file tool that makes sure [`crate::commit::recover`] ran on its workspace in this session
+/// before its call.
 pub(crate) struct Recovering<T>(pub(crate) T);
+
+/// The session's recoveries: one per workspace, run by the first call that needs it.
+#[derive(Default)]
+struct SessionRecovery {
+    runs: Mutex<HashMap<PathBuf, Arc<OnceCell<()>>>>,
+    /// What the next result says about a recovery.
+    note: Mutex<Option<String>>,
+}
+
+impl SessionRecovery {
+    fn cell(&self, workspace: &Path) -> Arc<OnceCell<()>> {
+        let mut runs = self
+            .runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(runs.entry(workspace.to_path_buf()).or_default())
+    }
+
+    fn set_note(&self, note: String) {
+        let mut slot = self
+            .note
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match slot.as_mut() {
+            Some(earlier) => {
+                earlier.push('\n');
+                earlier.push_str(&note);
+            }
+            None => *slot = Some(note),
+        }
+    }
+
+    fn take_note(&self) -> Option<String> {
+        self.note
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Runs recovery for `ctx`'s workspace unless this session did already; leaves a note for the
+/// next result when something was recovered (or recovery could not run).
+async fn recover_once(ctx: &ToolContext) {
+    let state = ctx.session().state::<SessionRecovery>();
+    let cell = state.cell(ctx.workspace());
+    cell.get_or_init(|| async {
+        let workspace = ctx.workspace().to_path_buf();
+        match tokio::task::spawn_blocking(move || recover(&workspace)).await {
+            Ok(recovered) => {
+                if let Some(note) = report(&recovered, ctx) {
+                    state.set_note(note);
+                }
+            }
+            Err(error) => {
+                tracing::error!(
+                    workspace = %ctx.workspace().display(),
+                    %error,
+                    "recovery of interrupted writes stopped"
+                );
+                state.set_note(format!(
+                    "note: the check for writes a stopped process left unfinished failed \
+                     ({error}); run `vak-tools recover` to finish or undo them"
+                ));
+            }
+        }
+    })
+    .await;
+}
+
+/// Logs each recovered transaction; the note for the result, when there was any.
+fn report(recovered: &[Recovered], ctx: &ToolContext) -> Option<String> {
+    if recovered.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::with_capacity(recovered.len());
+    for one in recovered {
+        tracing::warn!(
+            journal = %one.journal.display(),
+            finished = one.finished,
+            files = one.files,
+            "recovered an interrupted write: {one}"
+        );
+        lines.push(format!(
+            "note: before this call, {}.",
+            one.describe(|path| ctx.display_path(path))
+        ));
+    }
+    Some(lines.join("\n"))
+}
+
+/// Adds `note` to the end of a result.
+fn with_note(mut output: ToolOutput, note: &str) -> ToolOutput {
+    match output
+        .content
+        .iter_mut()
+        .rev()
+        .find_map(|block| match block {
+            Content::Text { text } => Some(text),
+            _ => None,
+        }) {
+        Some(text) => {
+            text.push_str("\n\n");
+            text.push_str(note);
+        }
+        None => output.content.push(Content::Text {
+            text: note.to_owned(),
+        }),
+    }
+    output
+}
 
 impl<T: Tool> Tool for Recovering<T> {
     type Args = T::Args;
@@ -35,8 +160,14 @@ impl<T: Tool> Tool for Recovering<T> {
     }
 
     async fn run(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        // One folder listing per agent when there is nothing to do.
-        crate::commit::recover(ctx.workspace());
-        self.0.run(args, ctx).await
+        recover_once(ctx).await;
+        let result = self.0.run(args, ctx).await;
+        let Some(note) = ctx.session().state::<SessionRecovery>().take_note() else {
+            return result;
+        };
+        match result {
+            Ok(output) => Ok(with_note(output, &note)),
+            Err(error) => Err(ToolError::new(format!("{}\n\n{note}", error.message()))),
+        }
     }
 }

@@ -250,6 +250,7 @@ async fn run(
         path,
         content: args.content,
         before_rename,
+        journal: crate::commit::journal_dir(ctx),
     };
     tokio::task::spawn_blocking(move || job.write())
         .await
@@ -265,6 +266,8 @@ struct Job {
     cwd: PathBuf,
     content: String,
     before_rename: Option<BeforeRename>,
+    /// Where an in-place write is journalled (the agent's scratch folder).
+    journal: PathBuf,
 }
 
 impl Job {
@@ -332,8 +335,10 @@ impl Job {
         notes.append(&mut kept);
         let new_folder = self.first_missing_folder();
         let written = match self.before_rename {
-            Some(hook) => atomic_write::write_atomic_with(&self.path, bytes, hook),
-            None => atomic_write::write_atomic(&self.path, bytes),
+            Some(hook) => {
+                atomic_write::write_atomic_with(&self.path, bytes, Some(&self.journal), hook)
+            }
+            None => atomic_write::write_atomic(&self.path, bytes, Some(&self.journal)),
         };
         let previous = match written {
             Ok(previous) => previous,

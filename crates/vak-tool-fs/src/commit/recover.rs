@@ -1,5 +1,6 @@
 //! Finishing or undoing the transactions a crash interrupted, from their journals.
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,42 @@ pub struct Recovered {
     pub finished: bool,
     /// How many files it concerned.
     pub files: usize,
+    /// The files it concerned, in the journal's order.
+    pub targets: Vec<PathBuf>,
+}
+
+impl Recovered {
+    /// One sentence on what was done, naming the files with `show` (at most five of them).
+    pub fn describe(&self, show: impl Fn(&Path) -> String) -> String {
+        let mut names: Vec<String> = self
+            .targets
+            .iter()
+            .take(5)
+            .map(|path| format!("`{}`", show(path)))
+            .collect();
+        if self.targets.len() > 5 {
+            names.push(format!("and {} more", self.targets.len() - 5));
+        }
+        let what = vak_tool_core::human::count(self.files as u64, "file", "files");
+        let names = names.join(", ");
+        if self.finished {
+            format!(
+                "finished a write of {what} that a stopped process had left half done ({names}): \
+                 every file now has its new content"
+            )
+        } else {
+            format!(
+                "undid a write of {what} that a stopped process had left unfinished ({names}): \
+                 every file has its content from before that write"
+            )
+        }
+    }
+}
+
+impl fmt::Display for Recovered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(|path| path.display().to_string()))
+    }
 }
 
 /// Finishes or undoes every interrupted transaction whose journal lies in a scratch folder of
@@ -132,6 +169,11 @@ fn recover_one(dir: &Path, id: &str) -> Option<Recovered> {
         journal: files.journal,
         finished,
         files: paths.len(),
+        targets: parsed
+            .entries
+            .into_iter()
+            .map(|(_, target)| target)
+            .collect(),
     })
 }
 

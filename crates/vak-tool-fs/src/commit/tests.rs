@@ -239,11 +239,11 @@ fn write_one_creates_parents_and_reports_the_old_size() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x/y.txt");
     assert_eq!(
-        write_one(&path, b"1", |_| Ok(())).unwrap(),
+        write_one(&path, b"1", None, |_| Ok(())).unwrap(),
         Previous::Created
     );
     assert_eq!(
-        write_one(&path, b"22", |_| Ok(())).unwrap(),
+        write_one(&path, b"22", None, |_| Ok(())).unwrap(),
         Previous::Replaced {
             bytes: 1,
             way: Way::Renamed

@@ -69,7 +69,7 @@ pub(super) fn load(request: &Request) -> Result<(Vec<u8>, Stamp), EditError> {
 /// be given), refusing if the file changed since it was read.
 pub(super) fn write(request: &Request, bytes: &[u8], stamp: &Stamp) -> Result<Previous, EditError> {
     let mut raced = false;
-    let result = write_atomic_with(&request.path, bytes, |_| {
+    let result = write_atomic_with(&request.path, bytes, request.journal.as_deref(), |_| {
         let now = fs::metadata(&request.path).map(|meta| Stamp::of(&meta));
         match now {
             Ok(now) if now.len == stamp.len && now.modified == stamp.modified => Ok(()),

@@ -19,3 +19,4 @@ mod real_tools;
 mod support;
 mod tree;
 mod write;
+mod write_crash;
