@@ -83,7 +83,7 @@ pub mod proxy;
 mod settings;
 
 pub use guard::{
-    BAD_PORTS, Chain, Connection, Guard, Interfaces, Refusal, Resolver, Rule, SpecialRange,
-    SystemInterfaces, SystemResolver, Vetted, host_spelling, special_range,
+    BAD_PORTS, Chain, Connection, DEFAULT_DOMAINS, Guard, Interfaces, Refusal, Resolver, Rule,
+    SpecialRange, SystemInterfaces, SystemResolver, Vetted, host_spelling, special_range,
 };
-pub use settings::GuardSettings;
+pub use settings::{Egress, GuardSettings};

@@ -218,7 +218,7 @@ mod tests {
 
     /// A proxy allowing 127.0.0.2, following `target`.
     async fn proxy(target: &str) -> (Proxy, Arc<MainDocument>) {
-        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&GuardSettings::default().open().with_allow(["127.0.0.2/32"]));
         let dialer = Arc::new(GuardDialer::new(guard, Scope::Intranet));
         let main = Arc::new(MainDocument::new(&Url::parse(target).unwrap()));
         let options = ProxyOptions::watched(Arc::clone(&main) as Arc<dyn Watch>);

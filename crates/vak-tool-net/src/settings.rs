@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use vak_guard::GuardSettings;
+use vak_guard::{Egress, GuardSettings};
 
 /// `[net]` of `.vak/config.toml`: which private hosts the SSRF guard lets through (the guard's
 /// own [`GuardSettings`], embedded), and how much one `webfetch` may read and for how long. Every
@@ -13,7 +13,8 @@ use vak_guard::GuardSettings;
 /// The allow list is the one network policy of the workspace: `webfetch`, `browse` and `bash`'s
 /// proxy (every tool that dials through [`vak_guard::Guard`]) are given the same
 /// [`NetSettings::guard`] when they are registered, so a person lists an intranet host once.
-/// In the file the section stays flat: `allow`, `body_bytes`, `deadline_ms`.
+/// In the file the section stays flat: `allow`, `egress`, `allow_domains`, `deny_domains`,
+/// `default_domains`, `body_bytes`, `deadline_ms`.
 ///
 /// ```
 /// let settings: vak_tool_net::NetSettings =
@@ -42,6 +43,10 @@ pub struct NetSettings {
 #[serde(default, deny_unknown_fields)]
 struct Keys {
     allow: Vec<String>,
+    egress: Egress,
+    allow_domains: Vec<String>,
+    deny_domains: Vec<String>,
+    default_domains: bool,
     body_bytes: usize,
     deadline_ms: u64,
 }
@@ -55,10 +60,23 @@ impl Default for Keys {
 impl From<Keys> for NetSettings {
     fn from(keys: Keys) -> Self {
         Self {
-            guard: GuardSettings::default().with_allow(keys.allow),
+            guard: with_egress(GuardSettings::default(), keys.egress)
+                .with_allow(keys.allow)
+                .with_allow_domains(keys.allow_domains)
+                .with_deny_domains(keys.deny_domains)
+                .with_default_domains(keys.default_domains),
             body_bytes: keys.body_bytes,
             deadline_ms: keys.deadline_ms,
         }
+    }
+}
+
+/// `settings` with `[net] egress` set to `egress`.
+fn with_egress(settings: GuardSettings, egress: Egress) -> GuardSettings {
+    if egress == Egress::Open {
+        settings.open()
+    } else {
+        settings
     }
 }
 
@@ -66,6 +84,10 @@ impl From<NetSettings> for Keys {
     fn from(settings: NetSettings) -> Self {
         Self {
             allow: settings.guard.allow,
+            egress: settings.guard.egress,
+            allow_domains: settings.guard.allow_domains,
+            deny_domains: settings.guard.deny_domains,
+            default_domains: settings.guard.default_domains,
             body_bytes: settings.body_bytes,
             deadline_ms: settings.deadline_ms,
         }
@@ -126,7 +148,25 @@ mod tests {
         let written = serde_json::to_value(&settings).unwrap();
         assert_eq!(
             written,
-            serde_json::json!({"allow": ["wiki.corp"], "body_bytes": 7, "deadline_ms": 15000})
+            serde_json::json!({"allow": ["wiki.corp"], "egress": "allowlist", "allow_domains": [],
+                "deny_domains": [], "default_domains": true, "body_bytes": 7,
+                "deadline_ms": 15000})
         );
+    }
+
+    #[test]
+    fn the_egress_keys_reach_the_guard() {
+        let settings: NetSettings = serde_json::from_str(
+            r#"{"egress": "open", "allow_domains": ["github.com:22"], "deny_domains": ["x.example"],
+                "default_domains": false}"#,
+        )
+        .unwrap();
+        assert_eq!(settings.guard.egress, Egress::Open);
+        assert_eq!(settings.guard.allow_domains, ["github.com:22"]);
+        assert_eq!(settings.guard.deny_domains, ["x.example"]);
+        assert!(!settings.guard.default_domains);
+        assert_eq!(NetSettings::default().guard.egress, Egress::Allowlist);
+        let error = serde_json::from_str::<NetSettings>(r#"{"egress": "closed"}"#).unwrap_err();
+        assert!(error.to_string().contains("allowlist"), "{error}");
     }
 }

@@ -1,6 +1,7 @@
 //! The guard itself: [`Guard`], the request [`Chain`], the [`Vetted`] verdict and the
 //! [`Connection`] it dials (the crate docs say how they are used, step by step).
 
+mod egress;
 mod own;
 mod policy;
 mod refusal;
@@ -15,6 +16,8 @@ use url::{Host, Url};
 
 use crate::GuardSettings;
 
+pub use egress::DEFAULT_DOMAINS;
+use egress::{EgressPolicy, Verdict};
 use own::OwnAddresses;
 pub use own::{Interfaces, SystemInterfaces};
 use policy::AllowList;
@@ -154,6 +157,7 @@ pub struct Connection {
 #[derive(Debug, Clone)]
 pub struct Guard {
     allow: Arc<AllowList>,
+    egress: Arc<EgressPolicy>,
     resolver: Arc<dyn Resolver>,
     own: Arc<OwnAddresses>,
 }
@@ -164,6 +168,12 @@ impl Guard {
     pub fn new(settings: &GuardSettings) -> Self {
         Self {
             allow: Arc::new(AllowList::parse(&settings.allow)),
+            egress: Arc::new(EgressPolicy::parse(
+                settings.egress,
+                &settings.allow_domains,
+                &settings.deny_domains,
+                settings.default_domains,
+            )),
             resolver: Arc::new(SystemResolver),
             own: Arc::new(OwnAddresses::new(Arc::new(SystemInterfaces))),
         }
@@ -187,6 +197,65 @@ impl Guard {
     /// `[net] allow` entries that were not understood (they exempt nothing), as sentences.
     pub fn allow_warnings(&self) -> &[String] {
         self.allow.warnings()
+    }
+
+    /// `[net] allow_domains` and `deny_domains` entries that were not understood (they match
+    /// nothing), as sentences.
+    pub fn egress_warnings(&self) -> &[String] {
+        self.egress.warnings()
+    }
+
+    /// Whether requests are held to the egress allow-list (`[net] egress = "allowlist"`).
+    pub fn is_allowlist(&self) -> bool {
+        self.egress.is_allowlist()
+    }
+
+    /// The egress allow-list's verdict on `host` (as a URL or a `CONNECT` line writes it) and
+    /// `port`, before anything is resolved: `Ok` when the request may go out, else the refusal
+    /// ([`Rule::NotAllowed`] or [`Rule::DeniedDomain`]) whose hint names the line to add. The
+    /// private-address rules are not part of it: [`Guard::connect`] applies both.
+    pub fn check_egress(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        let parsed = parse_host(host).map_err(|error| {
+            self.refusal(unparsable(error), &Chain::new())
+                .with_spelling(Some(host.to_string()))
+        })?;
+        self.egress_host(&borrow_host(&parsed), port, &Chain::new())
+    }
+
+    fn egress_host(&self, host: &Host<&str>, port: u16, chain: &Chain) -> Result<(), Refusal> {
+        let normalised;
+        let host = match host {
+            Host::Domain(domain) => {
+                normalised = normalise_name(domain);
+                Host::Domain(normalised.as_str())
+            }
+            other => other.clone(),
+        };
+        let shown = match &host {
+            Host::Domain(domain) => (*domain).to_string(),
+            Host::Ipv4(v4) => v4.to_string(),
+            Host::Ipv6(v6) => v6.to_string(),
+        };
+        match self.egress.judge(&host, port) {
+            Verdict::Allowed => Ok(()),
+            Verdict::Denied(entry) => Err(self
+                .refusal(Rule::DeniedDomain { entry }, chain)
+                .with_host(shown)),
+            Verdict::Unlisted => {
+                let entry = EgressPolicy::entry_for(&host, port);
+                let line = self.egress.line_with(&entry);
+                Err(self
+                    .refusal(
+                        Rule::NotAllowed {
+                            entry,
+                            line,
+                            asked: None,
+                        },
+                        chain,
+                    )
+                    .with_host(shown))
+            }
+        }
     }
 
     /// Parses `input` and applies every rule that needs no resolution: scheme, credentials,
@@ -298,9 +367,17 @@ impl Guard {
                 .with_url(label.clone())
                 .with_spelling(spelling.clone())
         };
-        if BAD_PORTS.contains(&port) {
+        if BAD_PORTS.contains(&port)
+            && !self
+                .egress
+                .names_port(&borrow_host(&normalised_host(host)), port)
+        {
             return Err(with_context(self.refusal(Rule::BadPort { port }, chain)));
         }
+        // The private-address rules that need no lookup first, then the allow-list, and only
+        // then a lookup: a name the allow-list refuses is never resolved.
+        self.check_host(host, chain).map_err(with_context)?;
+        self.egress_host(host, port, chain).map_err(with_context)?;
         let vetted = self.vet_host(host, chain).await.map_err(with_context)?;
         let mut last_error = String::from("no address to try");
         for address in &vetted.addresses {
@@ -456,9 +533,11 @@ impl Guard {
     }
 
     fn refusal(&self, rule: Rule, chain: &Chain) -> Refusal {
+        let mut warnings = self.allow.warnings().to_vec();
+        warnings.extend_from_slice(self.egress.warnings());
         Refusal::new(rule)
             .at(chain.hops.len(), &chain.hops)
-            .with_warnings(self.allow.warnings())
+            .with_warnings(&warnings)
     }
 }
 
@@ -500,6 +579,15 @@ fn redacted(url: &Url) -> String {
     let mut shown = url.clone();
     let _ = shown.set_password(Some("***"));
     shown.to_string()
+}
+
+/// The host with a name normalised (lowercase, no trailing dot), as the allow-list matches it.
+fn normalised_host(host: &Host<&str>) -> Host<String> {
+    match host {
+        Host::Domain(domain) => Host::Domain(normalise_name(domain)),
+        Host::Ipv4(v4) => Host::Ipv4(*v4),
+        Host::Ipv6(v6) => Host::Ipv6(*v6),
+    }
 }
 
 fn borrow_host(host: &Host<String>) -> Host<&str> {

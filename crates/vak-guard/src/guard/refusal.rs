@@ -75,6 +75,21 @@ pub enum Rule {
         /// The peer the socket reported.
         peer: String,
     },
+    /// Under `[net] egress = "allowlist"`, nothing allows this host and port: not
+    /// `allow_domains`, not the built-in list, not the person.
+    NotAllowed {
+        /// The entry that would allow it (`example.com`, `github.com:22`).
+        entry: String,
+        /// The whole `allow_domains = [...]` line with that entry added.
+        line: String,
+        /// Why nobody was asked, or what the person answered, when it is known.
+        asked: Option<String>,
+    },
+    /// A `[net] deny_domains` entry names the host.
+    DeniedDomain {
+        /// The entry, as written.
+        entry: String,
+    },
 }
 
 impl Rule {
@@ -120,10 +135,47 @@ impl Rule {
             Rule::PeerMismatch { peer } => {
                 format!("the connected peer {peer} is not the vetted address")
             }
+            Rule::NotAllowed { entry, asked, .. } => {
+                let mut text = format!(
+                    "`{entry}` is not on the egress allow-list (`[net] egress = \"allowlist\"`: \
+                     only `allow_domains`, the built-in registries and source hosts, and hosts \
+                     the person approves are reached)"
+                );
+                if let Some(asked) = asked {
+                    text.push_str(&format!("; {asked}"));
+                }
+                text
+            }
+            Rule::DeniedDomain { entry } => {
+                format!("`[net] deny_domains` lists `{entry}`, which no other setting overrides")
+            }
         }
     }
 
-    fn hint(&self) -> &'static str {
+    fn hint(&self) -> String {
+        match self {
+            Rule::NotAllowed { entry, line, .. } => {
+                return format!(
+                    "If the person trusts `{entry}` with what is sent to it, they add it to the \
+                     `[net]` section of .vak/config.toml (a command cannot change that file; \
+                     the setting applies to webfetch, browse and bash's commands alike):\n  \
+                     [net]\n  {line}\nOtherwise use a host that is already allowed (the \
+                     package registries and source forges of docs/sandbox.md are)."
+                );
+            }
+            Rule::DeniedDomain { entry } => {
+                return format!(
+                    "The person denied this host on purpose; do not try to reach it another way. \
+                     Only removing `{entry}` from `[net] deny_domains` in .vak/config.toml \
+                     changes that."
+                );
+            }
+            _ => {}
+        }
+        self.static_hint().to_owned()
+    }
+
+    fn static_hint(&self) -> &'static str {
         match self {
             Rule::Unparsable { .. } => {
                 "Check the URL: it needs a scheme and a host, such as https://example.com/page."
@@ -181,6 +233,7 @@ impl Rule {
             Rule::Unreachable { .. } => {
                 "The server did not accept a connection: check the port, or try again later."
             }
+            Rule::NotAllowed { .. } | Rule::DeniedDomain { .. } => "",
         }
     }
 }
@@ -285,7 +338,7 @@ impl Refusal {
     }
 
     /// What the model should do instead.
-    pub fn hint(&self) -> &'static str {
+    pub fn hint(&self) -> String {
         self.0.rule.hint()
     }
 }

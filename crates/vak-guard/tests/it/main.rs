@@ -8,6 +8,7 @@
     reason = "tests fail loudly, and play the client: they connect to the proxy on loopback"
 )]
 
+mod egress;
 mod guard;
 mod own;
 mod props;

@@ -308,7 +308,9 @@ async fn guarded_network_goes_through_the_guard_and_nowhere_else() {
     let bash = Bash::new(
         test_settings(),
         PermissionMode::WorkspaceWrite,
-        &GuardSettings::default(),
+        // `egress = "open"`: this pins the private-address rules and the resolver's answer;
+        // the default allow-list would refuse public.example.com before any lookup.
+        &GuardSettings::default().open(),
     )
     .with_resolver(Arc::new(NoSuchHost));
     let command = format!(
@@ -347,6 +349,29 @@ async fn guarded_network_goes_through_the_guard_and_nowhere_else() {
         "the private server was reached"
     );
     assert!(!text.contains("secret"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_egress_allow_list_refuses_an_unlisted_host_before_any_lookup() {
+    let setup = Setup::new();
+    let bash = Bash::new(
+        test_settings(),
+        PermissionMode::WorkspaceWrite,
+        &GuardSettings::default(),
+    )
+    .with_resolver(Arc::new(NoSuchHost));
+    let command = "curl -sS 'http://public.example.com/?k=secret'; echo; \
+                   curl -sS -m 5 https://public.example.com/ || echo tunnel-refused";
+    let run = call_with(bash, command, &setup.ctx).await;
+    let text = &run.text;
+    assert!(text.contains("is not on the egress allow-list"), "{text}");
+    assert!(
+        text.contains("allow_domains = [\"public.example.com\"]"),
+        "{text}"
+    );
+    assert!(text.contains("tunnel-refused"), "{text}");
+    // Refused before the lookup: the resolver never heard the name.
+    assert!(!text.contains("no such host"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

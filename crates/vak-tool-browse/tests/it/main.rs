@@ -62,9 +62,10 @@ struct Setup {
     registry: Registry,
 }
 
-/// `[net]` settings whose allow list names only the test host.
+/// `[net]` settings whose allow list names only the test host, with `egress = "open"`: these
+/// tests pin browsing and the private-address rules; the guard's `egress.rs` pins the allow-list.
 fn net() -> GuardSettings {
-    GuardSettings::default().with_allow(["127.0.0.2/32"])
+    GuardSettings::default().open().with_allow(["127.0.0.2/32"])
 }
 
 /// `[browse]` settings with this deadline, the rest default.

@@ -3,6 +3,7 @@
 //! tool. The guard's own tests are vak-guard's.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod egress;
 mod fetch;
 mod markdown;
 mod own;

@@ -261,9 +261,13 @@ pub(crate) fn redirect(status: &str, location: &str) -> Reply {
     response(status, &[("Location", location)], b"")
 }
 
-/// `[net]` settings whose allow list names exactly these entries; default limits.
+/// `[net]` settings whose allow list names exactly these entries, with `egress = "open"` (these
+/// tests pin fetching and the private-address rules; `egress.rs` pins the allow-list); default
+/// limits.
 pub(crate) fn allowing<S: ToString>(entries: &[S]) -> NetSettings {
-    NetSettings::default().with_allow(entries.iter().map(ToString::to_string))
+    let mut settings = NetSettings::default().with_allow(entries.iter().map(ToString::to_string));
+    settings.guard = settings.guard.open();
+    settings
 }
 
 /// `[net]` settings whose allow list names only the test server's address.
