@@ -27,7 +27,7 @@ use vak_tool_core::{
     Admission, CancellationToken, Capability, Content, PermissionMode, Posture, Progress, Registry,
     Scheduler, Session, ToolContext, ToolOutput, ToolSpec, posture,
 };
-use vak_window::{Recall as Marker, window};
+use vak_window::{Recall as Marker, WINDOW_CHARS, window};
 
 use crate::recall::{RECALL, Recall, record};
 use crate::stateless::{Gate, Stateless};
@@ -92,7 +92,8 @@ impl Server {
         Self {
             inner: Arc::new(Inner {
                 registry,
-                ctx,
+                // Every result is shown through the window: a tool that pages fits its page in it.
+                ctx: ctx.with_window_chars(WINDOW_CHARS),
                 mode,
                 settings: settings.clone(),
                 shutdown: CancellationToken::new(),

@@ -94,6 +94,25 @@ impl Tool for Fetch {
     }
 }
 
+/// A tool that says how many characters of its result the caller shows.
+struct Budget;
+
+impl Tool for Budget {
+    type Args = NoArgs;
+    fn name(&self) -> &str {
+        "budget"
+    }
+    fn description(&self) -> String {
+        "Says the window.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        Vec::new()
+    }
+    async fn run(&self, _args: NoArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("{:?}", ctx.window_chars())))
+    }
+}
+
 struct Served {
     client: RunningService<RoleClient, ()>,
     stop: Option<oneshot::Sender<()>>,
@@ -105,6 +124,11 @@ struct Served {
 
 /// A server of `numbers`, `block` and `fetch` in `mode`, and a client connected to it.
 async fn serve(mode: PermissionMode) -> Served {
+    serve_tools(mode, false).await
+}
+
+/// [`serve`], with `budget` too when `with_budget`.
+async fn serve_tools(mode: PermissionMode, with_budget: bool) -> Served {
     let workspace = tempfile::tempdir().unwrap();
     let cancelled = Arc::new(AtomicBool::new(false));
     let started = Arc::new(tokio::sync::Notify::new());
@@ -115,6 +139,9 @@ async fn serve(mode: PermissionMode) -> Served {
         cancelled: Arc::clone(&cancelled),
     });
     registry.register(Fetch);
+    if with_budget {
+        registry.register(Budget);
+    }
     let ctx = ToolContext::new(workspace.path()).unwrap();
     let server = Server::new(registry, ctx, mode, &McpSettings::default());
     let (client_side, server_side) = tokio::io::duplex(1 << 20);
@@ -199,6 +226,45 @@ async fn a_runtime_serves_its_own_tool_and_recall_returns_what_the_window_left_o
         "{}",
         text_of(&unknown)
     );
+    served.client.cancel().await.unwrap();
+    served.server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn recall_with_only_a_call_id_returns_the_first_page_and_pages_on_to_the_end() {
+    let served = serve_tools(PermissionMode::WorkspaceWrite, true).await;
+    // A tool learns the window its result is shown through, to fit a page in it.
+    let budget = call(&served.client, "budget", json!({})).await;
+    assert_eq!(
+        text_of(&budget),
+        format!("Some({})", vak_window::WINDOW_CHARS)
+    );
+    let whole = numbered(20_000);
+    let long = call(&served.client, "numbers", json!({"count": 20_000})).await;
+    let shown = text_of(&long);
+    let marker = shown
+        .lines()
+        .find(|line| line.contains("recall {"))
+        .unwrap();
+    let at = marker.find("\"call_id\": \"").unwrap() + 12;
+    let call_id = marker[at..].split('"').next().unwrap().to_owned();
+    let mut args = json!({"call_id": call_id});
+    let mut seen = String::new();
+    loop {
+        let page = call(&served.client, "recall", args.clone()).await;
+        assert_eq!(page.is_error, Some(false), "{}", text_of(&page));
+        let text = text_of(&page);
+        // Each page fits the window: no marker hides part of it.
+        assert!(!text.contains(vak_window::MARKER_PREFIX), "{text}");
+        let (body, note) = text.rsplit_once("[recall: ").unwrap();
+        seen.push_str(body);
+        if note.contains("the end of the result") {
+            break;
+        }
+        let at = note.find("recall {").unwrap() + 7;
+        args = serde_json::from_str(note[at..].trim_end_matches(']')).unwrap();
+    }
+    assert!(seen == whole, "the pages put together are the whole result");
     served.client.cancel().await.unwrap();
     served.server.await.unwrap().unwrap();
 }
