@@ -113,6 +113,30 @@ impl Tool for Budget {
     }
 }
 
+/// A tool that claims everything, says it started, and ends when released.
+struct Hold {
+    started: Arc<tokio::sync::Notify>,
+    release: Arc<tokio::sync::Notify>,
+}
+
+impl Tool for Hold {
+    type Args = NoArgs;
+    fn name(&self) -> &str {
+        "hold"
+    }
+    fn description(&self) -> String {
+        "Holds the session until released.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        Vec::new()
+    }
+    async fn run(&self, _args: NoArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.started.notify_one();
+        self.release.notified().await;
+        Ok(ToolOutput::text("released"))
+    }
+}
+
 struct Served {
     client: RunningService<RoleClient, ()>,
     stop: Option<oneshot::Sender<()>>,
@@ -303,4 +327,59 @@ async fn the_callers_shutdown_ends_serving_and_cancels_running_calls() {
     if let Ok(result) = answer {
         assert_eq!(result.is_error, Some(true));
     }
+}
+
+#[tokio::test]
+async fn a_result_that_waited_behind_another_call_says_for_how_long_and_behind_which() {
+    let workspace = tempfile::tempdir().unwrap();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    registry.register(Numbers);
+    registry.register(Hold {
+        started: Arc::clone(&started),
+        release: Arc::clone(&release),
+    });
+    let ctx = ToolContext::new(workspace.path()).unwrap();
+    let server = Server::new(
+        registry,
+        ctx,
+        PermissionMode::WorkspaceWrite,
+        &McpSettings::default(),
+    );
+    let (client_side, server_side) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_side);
+    let server = tokio::spawn(server.serve_io(read, write, std::future::pending()));
+    let client = Arc::new(().serve(tokio::io::split(client_side)).await.unwrap());
+
+    // Alone, a call does not wait and says nothing of it.
+    let alone = call(&client, "numbers", json!({"count": 2})).await;
+    assert_eq!(text_of(&alone), numbered(2));
+
+    let holding = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { call(&client, "hold", json!({})).await }
+    });
+    started.notified().await;
+    let waiting = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { call(&client, "numbers", json!({"count": 2})).await }
+    });
+    // Time for the second call to arrive and queue behind the first (not a limit on anything).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    release.notify_one();
+    let held = holding.await.unwrap();
+    assert_eq!(
+        text_of(&held),
+        "released",
+        "the call waited for says nothing"
+    );
+    let waited = text_of(&waiting.await.unwrap());
+    assert!(waited.starts_with(&numbered(2)), "{waited}");
+    let note = waited.lines().last().unwrap();
+    assert!(note.starts_with("[this call waited "), "{note}");
+    assert!(note.contains("behind `hold` (request "), "{note}");
+    assert!(note.contains("the same files or state"), "{note}");
+    drop(client);
+    server.abort();
 }
