@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vak_tool_core::{Capability, Session, Tool, ToolContext, ToolError, ToolOutput};
-use vak_window::{chars, lines};
+use vak_window::{WINDOW_CHARS, chars, lines};
 
 use crate::ledger::Ledger;
 
@@ -29,14 +29,16 @@ pub struct Recall;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
-    /// The call id named by the window's marker line.
+    /// The call id named by the window's marker line. Alone, it returns the result's first
+    /// page: as many whole lines as you are shown at once, and the recall call for the rest.
     call_id: String,
-    /// First omitted line (1-based), as the marker names it. Give with `to_line`.
+    /// First omitted line (1-based), as the marker names it. Give with `to_line`; alone, it
+    /// returns the page that starts at that line.
     from_line: Option<usize>,
     /// Last omitted line (inclusive), as the marker names it.
     to_line: Option<usize>,
     /// First omitted character (1-based, counted over the whole result), as the marker names
-    /// it. Give with `to_char`, instead of lines.
+    /// it. Give with `to_char`, instead of lines; alone, it returns the page that starts there.
     from_char: Option<usize>,
     /// Last omitted character (inclusive).
     to_char: Option<usize>,
@@ -53,7 +55,8 @@ impl Tool for Recall {
         "Returns part of an earlier tool result that was too long to show whole. A long result \
          is shown as its first and last lines with one marker line in between; the marker names \
          the omitted lines (or characters) and the exact recall call to make: copy its call_id \
-         and numbers. Results are kept in memory for a while; an old one may have been evicted."
+         and numbers. With only a call_id (or only from_line or from_char) it returns one page \
+         of the result and names the recall call for the next. Results are kept in memory for a while; an old one may have been evicted."
             .to_owned()
     }
 
@@ -119,9 +122,34 @@ impl Tool for Recall {
                 Some(error) => Err(ToolError::new(error.for_call(&args.call_id))),
                 None => Ok(ToolOutput::text(chars(&text, from, to))),
             },
+            (None, None, None, None) => Ok(ToolOutput::text(page(
+                &text,
+                Start::Line(1),
+                &args.call_id,
+                ctx.window_chars().unwrap_or(WINDOW_CHARS),
+            ))),
+            (Some(from), None, None, None) => match out_of_range(&text, "lines", from, from) {
+                Some(error) => Err(ToolError::new(error.for_call(&args.call_id))),
+                None => Ok(ToolOutput::text(page(
+                    &text,
+                    Start::Line(from),
+                    &args.call_id,
+                    ctx.window_chars().unwrap_or(WINDOW_CHARS),
+                ))),
+            },
+            (None, None, Some(from), None) => match out_of_range(&text, "chars", from, from) {
+                Some(error) => Err(ToolError::new(error.for_call(&args.call_id))),
+                None => Ok(ToolOutput::text(page(
+                    &text,
+                    Start::Char(from),
+                    &args.call_id,
+                    ctx.window_chars().unwrap_or(WINDOW_CHARS),
+                ))),
+            },
             _ => Err(ToolError::new(
                 "give either `from_line` and `to_line`, or `from_char` and `to_char`, exactly as \
-                 the marker line of the window names them",
+                 the marker line of the window names them; or only `call_id` for the first \
+                 page of the result",
             )),
         }
     }
@@ -215,4 +243,145 @@ fn out_of_range(text: &str, unit: &'static str, from: usize, to: usize) -> Optio
         lines,
         chars,
     })
+}
+
+/// Characters of a page kept for its closing note (besides the call id, JSON-escaped).
+const PAGE_NOTE_CHARS: usize = 160;
+
+/// Where a page of a recalled result starts: a line or a character, 1-based.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    Line(usize),
+    Char(usize),
+}
+
+/// One page of `text` from `start`, at most `budget` characters with its closing note: the
+/// whole lines that fit (or, when the first line alone does not, the characters that fit),
+/// then a note naming what was shown and the recall call for the rest. A text that fits from
+/// `start` comes back as it is, without a note. `start` lies inside `text`.
+fn page(text: &str, start: Start, call_id: &str, budget: usize) -> String {
+    let call = serde_json::to_string(call_id).unwrap_or_else(|_| format!("\"{call_id}\""));
+    let room = budget
+        .saturating_sub(PAGE_NOTE_CHARS + call.chars().count())
+        .max(1);
+    let total_lines = text.split_inclusive('\n').count();
+    let total_chars = text.chars().count();
+    // The byte offset and character number (1-based) where the page starts.
+    let (start_byte, first_char, first_line) = match start {
+        Start::Line(line) => {
+            let byte = text.len() - lines(text, line, total_lines).len();
+            (byte, text[..byte].chars().count() + 1, Some(line))
+        }
+        Start::Char(char) => {
+            let rest = chars(text, char, total_chars);
+            (text.len() - rest.len(), char, None)
+        }
+    };
+    let rest = &text[start_byte..];
+    if rest.chars().count() <= budget && first_line.is_some() && first_char == 1 {
+        return rest.to_owned();
+    }
+    if let Some(first_line) = first_line {
+        // Whole lines while they fit.
+        let mut used = 0;
+        let mut end = 0;
+        let mut shown = 0;
+        for line in rest.split_inclusive('\n') {
+            let count = line.chars().count();
+            if used + count > room {
+                break;
+            }
+            used += count;
+            end += line.len();
+            shown += 1;
+        }
+        if shown > 0 {
+            let last = first_line + shown - 1;
+            let mut out = rest[..end].to_owned();
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if last >= total_lines {
+                out.push_str(&format!(
+                    "[recall: lines {first_line}–{last} of {total_lines} of `{call_id}` shown; \
+                     this is the end of the result]"
+                ));
+            } else {
+                out.push_str(&format!(
+                    "[recall: lines {first_line}–{last} of {total_lines} of `{call_id}` shown; \
+                     continue with recall {{\"call_id\": {call}, \"from_line\": {next}}}]",
+                    next = last + 1
+                ));
+            }
+            return out;
+        }
+    }
+    // Characters: the first line alone is longer than a page, or the page starts at a char.
+    let shown: String = rest.chars().take(room).collect();
+    let last = first_char + shown.chars().count() - 1;
+    let mut out = shown;
+    out.push('\n');
+    if last >= total_chars {
+        out.push_str(&format!(
+            "[recall: characters {first_char}–{last} of {total_chars} of `{call_id}` shown; this \
+             is the end of the result]"
+        ));
+    } else {
+        out.push_str(&format!(
+            "[recall: characters {first_char}–{last} of {total_chars} of `{call_id}` shown; \
+             continue with recall {{\"call_id\": {call}, \"from_char\": {next}}}]",
+            next = last + 1
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(count: usize) -> String {
+        (1..=count).map(|n| format!("line {n}\n")).collect()
+    }
+
+    /// The `from_line` or `from_char` a page's note continues with.
+    fn next_of(page: &str, key: &str) -> Option<usize> {
+        let at = page.rfind(&format!("\"{key}\": "))? + key.len() + 4;
+        page[at..].split('}').next()?.parse().ok()
+    }
+
+    #[test]
+    fn pages_of_lines_follow_each_other_to_the_end_and_fit_the_budget() {
+        let text = numbered(3_000);
+        let mut from = 1;
+        let mut seen = String::new();
+        let mut pages = 0;
+        loop {
+            let shown = page(&text, Start::Line(from), "c4", 2_000);
+            assert!(shown.chars().count() <= 2_000, "{shown}");
+            pages += 1;
+            let (body, note) = shown.rsplit_once("[recall: ").unwrap();
+            seen.push_str(body);
+            match next_of(note, "from_line") {
+                Some(next) => from = next,
+                None => {
+                    assert!(note.contains("the end of the result"), "{note}");
+                    break;
+                }
+            }
+        }
+        assert_eq!(seen, text);
+        assert!(pages > 10);
+    }
+
+    #[test]
+    fn a_short_result_comes_back_whole_and_a_long_line_by_characters() {
+        assert_eq!(page("ok\n", Start::Line(1), "c1", 2_000), "ok\n");
+        let blob = "x".repeat(5_000);
+        let first = page(&blob, Start::Line(1), "c2", 2_000);
+        assert!(first.chars().count() <= 2_000);
+        let next = next_of(&first, "from_char").unwrap();
+        let second = page(&blob, Start::Char(next), "c2", 2_000);
+        assert!(second.starts_with('x') && second.contains(&format!("characters {next}–")));
+    }
 }

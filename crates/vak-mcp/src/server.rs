@@ -6,6 +6,11 @@
 //! call runs with its own cancellation token, cancelled by the client's
 //! `notifications/cancelled` or by the server's shutdown. Background jobs live in the session,
 //! and end with it.
+//!
+//! A session's calls run in parallel unless their claims conflict; a call that had to wait for
+//! an earlier one says so in a last line of its result (`[this call waited 2.9 s before it ran,
+//! behind `bash {"command":"sleep 3"}` (request 4) …]`), so that a model sees why a `read`
+//! beside a long `bash` took as long as the command.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -27,7 +32,7 @@ use vak_tool_core::{
     Admission, CancellationToken, Capability, Content, PermissionMode, Posture, Progress, Registry,
     Scheduler, Session, ToolContext, ToolOutput, ToolSpec, posture,
 };
-use vak_window::{Recall as Marker, window};
+use vak_window::{Recall as Marker, WINDOW_CHARS, window};
 
 use crate::recall::{RECALL, Recall, record};
 use crate::stateless::{Gate, Stateless};
@@ -92,7 +97,8 @@ impl Server {
         Self {
             inner: Arc::new(Inner {
                 registry,
-                ctx,
+                // Every result is shown through the window: a tool that pages fits its page in it.
+                ctx: ctx.with_window_chars(WINDOW_CHARS),
                 mode,
                 settings: settings.clone(),
                 shutdown: CancellationToken::new(),
@@ -228,7 +234,7 @@ impl Server {
         let claims = self.inner.registry.claims(name, args, &self.inner.ctx);
         self.inner
             .scheduler
-            .admit(format!("`{name}` (request {})", request_key(id)), claims)
+            .admit(call_label(name, args, id), claims)
     }
 
     /// The call's place in the queue: the one taken when it arrived, or a new one.
@@ -270,9 +276,16 @@ impl Server {
         name: &str,
         context: &RequestContext<RoleServer>,
         ctx: &ToolContext,
-    ) -> Result<Admission, ToolOutput> {
+    ) -> Result<(Admission, Option<String>), ToolOutput> {
         let mut told = false;
+        let start = std::time::Instant::now();
+        let mut behind: Vec<String> = Vec::new();
         let waited = admission.ready(&context.ct, |blockers| {
+            for blocker in blockers {
+                if !behind.contains(blocker) {
+                    behind.push(blocker.clone());
+                }
+            }
             tracing::debug!(
                 tool = name,
                 ?blockers,
@@ -293,7 +306,7 @@ impl Server {
             }
         };
         match waited {
-            Ok(()) => Ok(admission),
+            Ok(()) => Ok((admission, wait_note(start.elapsed(), &behind))),
             Err(cancelled) => Err(ToolOutput::error(format!("{cancelled}; nothing was run"))),
         }
     }
@@ -408,7 +421,7 @@ impl Server {
         let (ctx, progress) = progress::forward_progress(ctx, context);
         // First its turn among the session's calls (before a call slot: a call waiting for an
         // earlier one must not hold a slot that earlier one needs).
-        let _turn = match self.wait_turn(admission, name, context, &ctx).await {
+        let (_turn, waited) = match self.wait_turn(admission, name, context, &ctx).await {
             Ok(turn) => turn,
             Err(output) => return output,
         };
@@ -441,6 +454,10 @@ impl Server {
         drop(ctx);
         if let Some(progress) = progress {
             let _ = tokio::time::timeout(progress::PROGRESS_FLUSH, progress).await;
+        }
+        let mut output = output;
+        if let Some(note) = waited {
+            output.content.push(Content::text(note));
         }
         output
     }
@@ -498,6 +515,45 @@ impl Server {
     pub(crate) fn track(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
         self.inner.calls.token()
     }
+}
+
+/// Arguments longer than this (as compact JSON) are cut in a call's label.
+const LABEL_ARGS_CHARS: usize = 80;
+
+/// How a call is named to the calls that wait for it: its tool, its arguments (cut), and its
+/// request id: "`bash {"command":"sleep 3"}` (request 4)".
+fn call_label(name: &str, args: &serde_json::Value, id: &rmcp::model::RequestId) -> String {
+    let args = match args {
+        serde_json::Value::Object(map) if map.is_empty() => String::new(),
+        args => {
+            let json = serde_json::to_string(args).unwrap_or_default();
+            let mut cut: String = json.chars().take(LABEL_ARGS_CHARS).collect();
+            if cut.len() < json.len() {
+                cut.push('…');
+            }
+            format!(" {cut}")
+        }
+    };
+    format!("`{name}{args}` (request {})", request_key(id))
+}
+
+/// The line a result ends with when its call waited behind earlier calls before it ran: for
+/// how long and behind which; `None` when it did not wait.
+fn wait_note(waited: Duration, behind: &[String]) -> Option<String> {
+    if behind.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "[this call waited {} before it ran, behind {} of this session, which {} the same \
+         files or state; calls that touch nothing in common run at once]",
+        vak_tool_core::human::duration(waited),
+        behind.join(", "),
+        if behind.len() == 1 {
+            "touches"
+        } else {
+            "touch"
+        },
+    ))
 }
 
 /// A request id as the key of the admitted calls (and in log lines): its JSON.

@@ -69,6 +69,7 @@ pub struct ToolContext {
     approved: Option<PermissionMode>,
     /// Real paths no tool reads or writes (`[sandbox] deny_read`), checked by `resolve_path`.
     hidden: Arc<Vec<PathBuf>>,
+    window_chars: Option<usize>,
 }
 
 /// The [`ChangeObserver`]s of a context, in the order they were installed.
@@ -109,6 +110,7 @@ impl ToolContext {
             observers: Observers::default(),
             approved: None,
             hidden: Arc::default(),
+            window_chars: None,
         })
     }
 
@@ -246,6 +248,23 @@ impl ToolContext {
             }
         }
         (!sections.is_empty()).then(|| sections.join("\n\n"))
+    }
+
+    /// Says that whoever shows this call's result to a model shows at most `chars` characters
+    /// (Unicode scalar values) of its text, and keeps the rest behind a marker (as the `mcp`
+    /// server's window does). A tool that pages its result (`read`) then sizes its page to fit,
+    /// so that a continuation it names is the first line the model did not see. Without it a
+    /// result is taken to be shown whole.
+    #[must_use]
+    pub fn with_window_chars(mut self, chars: usize) -> Self {
+        self.window_chars = Some(chars);
+        self
+    }
+
+    /// The most characters of a result the model is shown, when the caller said so (see
+    /// [`ToolContext::with_window_chars`]).
+    pub fn window_chars(&self) -> Option<usize> {
+        self.window_chars
     }
 
     /// The same context (same session) with a fresh child cancellation token: what one call
@@ -404,6 +423,15 @@ mod tests {
         assert_eq!(scratch, ctx.workspace().join(".vak/scratch/a1"));
         let ignore = std::fs::read_to_string(ctx.workspace().join(".vak/scratch/.gitignore"));
         assert!(ignore.unwrap().lines().any(|line| line == "*"));
+    }
+
+    #[test]
+    fn the_window_budget_reaches_each_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        assert_eq!(ctx.window_chars(), None);
+        let ctx = ctx.with_window_chars(30_000);
+        assert_eq!(ctx.child().window_chars(), Some(30_000));
     }
 
     #[test]

@@ -11,6 +11,14 @@
 //!   whitespace ignored, trimmed, Unicode look-alikes folded. Lines the chunk keeps keep the
 //!   file's own bytes, and added lines take the file's line endings ([`text`]); the byte order
 //!   mark, UTF-16 and a missing final newline stay.
+//! - When a chunk matched only with leading whitespace ignored (its lines written less or more
+//!   indented than the file's, or flat), its added lines are re-indented: shifted by the one
+//!   amount every matched line is shifted by, or else, run by run, by the shift of the lines a
+//!   run replaces (or, for a pure insertion, of the lines around it). Where that cannot be told
+//!   (different shifts, tabs against spaces), the patch is refused and the file's region shown,
+//!   rather than new lines written at the wrong depth. `edit` needs none of this: its levels
+//!   never ignore leading whitespace (an `old_text` that starts inside a line keeps the
+//!   indentation before it).
 //! - The changes are committed as one [`crate::commit::Transaction`], journalled in the
 //!   agent's scratch folder: a failure anywhere leaves every file as it was, and a crash is
 //!   finished or undone by the next file tool that starts.
@@ -57,7 +65,10 @@ fn description(settings: &FsSettings) -> String {
          Give about 3 lines of context above and below each change and do not number lines; \
          use several @@ chunks for changes far apart, in file order. Context is matched \
          exactly, then ignoring trailing whitespace, then trimmed, then with curly quotes, \
-         dashes and special spaces as ASCII. Add File overwrites an existing file; Move to \
+         dashes and special spaces as ASCII; when it matched only with its indentation \
+         ignored, the + lines are indented as the file's lines they replace (shifted by the \
+         same amount), or the patch is refused with the file's lines shown where that is \
+         ambiguous. Add File overwrites an existing file; Move to \
          overwrites its destination and creates folders. Line endings (CRLF, LF, lone CR), the \
          byte order mark, UTF-16 encoding, the final newline, permissions and hard links are \
          kept. A file changed since you last read it, a binary file, a file over {limit}, or a \

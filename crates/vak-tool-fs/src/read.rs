@@ -6,6 +6,10 @@
 //!   whole file, so a page near the end of a 1 GiB file costs one scan and a bounded buffer.
 //! - A page ends after `limit` lines or when the rendered text ([`mod@render`]) reaches
 //!   [`FsSettings::read_bytes`](crate::FsSettings), whichever comes first, always between lines.
+//!   When the caller shows the model only a window of each result
+//!   ([`ToolContext::window_chars`]), the page is made smaller still, so that the page, its notes
+//!   and its hash fit in the window: the `offset` a page continues with is then always the first
+//!   line the model did not see, never a line past a part the window hid.
 //!   Only a line that alone exceeds the budget is cut, at a character boundary, with a note
 //!   giving the exact `tail -c +N` command that shows the rest.
 //! - Text, binary and image are told apart by content (magic bytes, NUL and control bytes in the
@@ -65,6 +69,27 @@ const DEFAULT_LIMIT: u64 = 2000;
 const CHUNK: usize = 128 * 1024;
 /// From this size on, the hash is computed on a second thread while the scan goes on.
 const PARALLEL_HASH_BYTES: u64 = 4 * 1024 * 1024;
+/// Characters of a window kept for what follows a page's lines (the notes and the hash line),
+/// besides three times the path, which the note on a cut line names three times.
+const NOTES_CHARS: usize = 1_600;
+/// The smallest page, however small the window (a window that small is for tests).
+const MIN_PAGE_BYTES: usize = 256;
+
+/// The most bytes a page of `shown` may take: the configured `read_bytes`, or less when the
+/// caller shows the model at most `window` characters, so that the page with its notes and hash
+/// fits in what the model is shown. The rendered lines count at least one byte per character,
+/// so a page of `bytes` never shows more than `bytes` characters.
+fn page_bytes(settings: &FsSettings, window: Option<usize>, shown: &str) -> usize {
+    match window {
+        None => settings.read_bytes,
+        Some(window) => {
+            let notes = NOTES_CHARS.saturating_add(shown.chars().count().saturating_mul(3));
+            settings
+                .read_bytes
+                .min(window.saturating_sub(notes).max(MIN_PAGE_BYTES))
+        }
+    }
+}
 
 /// The description the model reads, with the limits in force. It names only the formats this
 /// build reads (the crate's `image`, `pdf` and `notebook` features).
@@ -106,8 +131,9 @@ fn description(settings: &FsSettings) -> String {
     format!(
         "Reads a file from the workspace. Text comes back as numbered lines in `cat -n` form \
          (line number, a tab, the line), starting at `offset` (1-based, default 1) for up to \
-         `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, always \
-         between lines. When lines remain, a last line gives the exact total and the `offset` to \
+         `limit` lines (default {DEFAULT_LIMIT}); a page also stops at {page} of text, or \
+         sooner so that the whole page fits in what you are shown of a result, always between \
+         lines. When lines remain, a last line gives the exact total and the `offset` to \
          continue with; a single line too long for a page is cut, with a note on how to see the \
          rest. {formats}Images that cannot be decoded here (HEIC, AVIF, JPEG XL, …) are refused \
          with their format, size and a command to convert them. Binary files are refused with \
@@ -261,12 +287,14 @@ async fn run(
         }
     };
     let path = ctx.resolve_path(&args.path)?;
+    let shown = ctx.display_path(&path);
+    let page_bytes = page_bytes(settings, ctx.window_chars(), &shown);
     let request = Request {
-        shown: ctx.display_path(&path),
+        shown,
         path,
         offset,
         limit,
-        page_bytes: settings.read_bytes,
+        page_bytes,
         #[cfg(feature = "image")]
         image_file_bytes: settings.image_bytes,
         #[cfg(feature = "image")]
@@ -285,7 +313,7 @@ async fn run(
         pdf: PdfLimits {
             stream_bytes: settings.pdf_stream_bytes,
             deadline: Duration::from_millis(settings.pdf_deadline_ms),
-            text_bytes: settings.read_bytes,
+            text_bytes: page_bytes,
             text_lines: (offset - 1).saturating_add(limit),
         },
     };

@@ -16,6 +16,9 @@
 //! with the one before it in arrival order. No schedule that keeps the arrival order between
 //! conflicting calls can beat it; the target is the scheduler within 1.2x of it.
 //!
+//! Before that it prints a model's usual batch (one `bash` beside three reads and two greps,
+//! the bash first and last): each call's latency in the batch against the same call alone.
+//!
 //! `cargo bench -p vak-tools --bench claims` (bash runs unconfined here, in `full-access`
 //! without the sandbox helper: the sandbox's cost is bash's own bench).
 #![allow(
@@ -42,7 +45,108 @@ fn main() {
         batch.len(),
         chain.as_secs_f64() * 1e3
     );
+    model_batch_report();
     divan::main();
+}
+
+/// A model's usual parallel batch: one `bash` (a test run, here `sleep 0.3`) beside three
+/// `read`s and two `grep`s, with the bash first (the reads wait behind it: bash claims the
+/// whole workspace) or last (the reads go first and the bash waits for them).
+fn model_batch(bash_first: bool) -> Vec<Call> {
+    let mut calls: Vec<Call> = (0..3)
+        .map(|n| Call {
+            name: "read",
+            args: json!({"path": format!("r{n:02}.txt")}),
+        })
+        .chain((0..2).map(|n| Call {
+            name: "grep",
+            args: json!({"pattern": "needle [0-9]+", "path": format!("g{n:02}")}),
+        }))
+        .collect();
+    let bash = Call {
+        name: "bash",
+        args: json!({"command": "sleep 0.3"}),
+    };
+    if bash_first {
+        calls.insert(0, bash);
+    } else {
+        calls.push(bash);
+    }
+    calls
+}
+
+/// Each call's latency in the batch (from the batch's start to its own end) and alone, medians
+/// of 9 runs, printed as a table for docs/benchmarks.md.
+fn model_batch_report() {
+    const RUNS: usize = 9;
+    let rt = runtime();
+    let median = |mut times: Vec<Duration>| {
+        times.sort_unstable();
+        times[times.len() / 2]
+    };
+    for bash_first in [true, false] {
+        let batch = model_batch(bash_first);
+        let mut solo: Vec<Vec<Duration>> = vec![Vec::new(); batch.len()];
+        let mut inside: Vec<Vec<Duration>> = vec![Vec::new(); batch.len()];
+        let mut whole = Vec::new();
+        for _ in 0..RUNS {
+            let fixture = fixture();
+            for (n, call) in batch.iter().enumerate() {
+                let started = Instant::now();
+                rt.block_on(one(&fixture.registry, &fixture.ctx, call));
+                solo[n].push(started.elapsed());
+            }
+            let fixture = self::fixture();
+            let started = Instant::now();
+            let ends = rt.block_on(scheduled_ends(&fixture, &batch, started));
+            whole.push(started.elapsed());
+            for (n, end) in ends.into_iter().enumerate() {
+                inside[n].push(end);
+            }
+        }
+        eprintln!(
+            "model batch, bash {}: the batch {:.1} ms",
+            if bash_first { "first" } else { "last" },
+            median(whole).as_secs_f64() * 1e3
+        );
+        for (n, call) in batch.iter().enumerate() {
+            let (alone, within) = (median(solo[n].clone()), median(inside[n].clone()));
+            eprintln!(
+                "  {:<4} {:<40} alone {:>7.1} ms  in the batch {:>7.1} ms  ({:.1}x)",
+                call.name,
+                call.args.to_string(),
+                alone.as_secs_f64() * 1e3,
+                within.as_secs_f64() * 1e3,
+                within.as_secs_f64() / alone.as_secs_f64()
+            );
+        }
+    }
+}
+
+/// [`scheduled`], returning when each call ended, counted from `started`.
+async fn scheduled_ends(fixture: &Fixture, batch: &[Call], started: Instant) -> Vec<Duration> {
+    let scheduler = Scheduler::new();
+    let mut running = tokio::task::JoinSet::new();
+    for (n, call) in batch.iter().enumerate() {
+        let claims = fixture.registry.claims(call.name, &call.args, &fixture.ctx);
+        let admission = scheduler.admit(format!("{n}"), claims);
+        let (registry, ctx, call) = (fixture.registry.clone(), fixture.ctx.clone(), call.clone());
+        running.spawn(async move {
+            admission
+                .ready(&CancellationToken::new(), |_| {})
+                .await
+                .unwrap();
+            one(&registry, &ctx, &call).await;
+            drop(admission);
+            (n, started.elapsed())
+        });
+    }
+    let mut ends = vec![Duration::ZERO; batch.len()];
+    while let Some(done) = running.join_next().await {
+        let (n, end) = done.unwrap();
+        ends[n] = end;
+    }
+    ends
 }
 
 /// One call of the batch.

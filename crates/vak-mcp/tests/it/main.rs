@@ -94,6 +94,49 @@ impl Tool for Fetch {
     }
 }
 
+/// A tool that says how many characters of its result the caller shows.
+struct Budget;
+
+impl Tool for Budget {
+    type Args = NoArgs;
+    fn name(&self) -> &str {
+        "budget"
+    }
+    fn description(&self) -> String {
+        "Says the window.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        Vec::new()
+    }
+    async fn run(&self, _args: NoArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("{:?}", ctx.window_chars())))
+    }
+}
+
+/// A tool that claims everything, says it started, and ends when released.
+struct Hold {
+    started: Arc<tokio::sync::Notify>,
+    release: Arc<tokio::sync::Notify>,
+}
+
+impl Tool for Hold {
+    type Args = NoArgs;
+    fn name(&self) -> &str {
+        "hold"
+    }
+    fn description(&self) -> String {
+        "Holds the session until released.".into()
+    }
+    fn capabilities(&self) -> Vec<Capability> {
+        Vec::new()
+    }
+    async fn run(&self, _args: NoArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.started.notify_one();
+        self.release.notified().await;
+        Ok(ToolOutput::text("released"))
+    }
+}
+
 struct Served {
     client: RunningService<RoleClient, ()>,
     stop: Option<oneshot::Sender<()>>,
@@ -105,6 +148,11 @@ struct Served {
 
 /// A server of `numbers`, `block` and `fetch` in `mode`, and a client connected to it.
 async fn serve(mode: PermissionMode) -> Served {
+    serve_tools(mode, false).await
+}
+
+/// [`serve`], with `budget` too when `with_budget`.
+async fn serve_tools(mode: PermissionMode, with_budget: bool) -> Served {
     let workspace = tempfile::tempdir().unwrap();
     let cancelled = Arc::new(AtomicBool::new(false));
     let started = Arc::new(tokio::sync::Notify::new());
@@ -115,6 +163,9 @@ async fn serve(mode: PermissionMode) -> Served {
         cancelled: Arc::clone(&cancelled),
     });
     registry.register(Fetch);
+    if with_budget {
+        registry.register(Budget);
+    }
     let ctx = ToolContext::new(workspace.path()).unwrap();
     let server = Server::new(registry, ctx, mode, &McpSettings::default());
     let (client_side, server_side) = tokio::io::duplex(1 << 20);
@@ -204,6 +255,45 @@ async fn a_runtime_serves_its_own_tool_and_recall_returns_what_the_window_left_o
 }
 
 #[tokio::test]
+async fn recall_with_only_a_call_id_returns_the_first_page_and_pages_on_to_the_end() {
+    let served = serve_tools(PermissionMode::WorkspaceWrite, true).await;
+    // A tool learns the window its result is shown through, to fit a page in it.
+    let budget = call(&served.client, "budget", json!({})).await;
+    assert_eq!(
+        text_of(&budget),
+        format!("Some({})", vak_window::WINDOW_CHARS)
+    );
+    let whole = numbered(20_000);
+    let long = call(&served.client, "numbers", json!({"count": 20_000})).await;
+    let shown = text_of(&long);
+    let marker = shown
+        .lines()
+        .find(|line| line.contains("recall {"))
+        .unwrap();
+    let at = marker.find("\"call_id\": \"").unwrap() + 12;
+    let call_id = marker[at..].split('"').next().unwrap().to_owned();
+    let mut args = json!({"call_id": call_id});
+    let mut seen = String::new();
+    loop {
+        let page = call(&served.client, "recall", args.clone()).await;
+        assert_eq!(page.is_error, Some(false), "{}", text_of(&page));
+        let text = text_of(&page);
+        // Each page fits the window: no marker hides part of it.
+        assert!(!text.contains(vak_window::MARKER_PREFIX), "{text}");
+        let (body, note) = text.rsplit_once("[recall: ").unwrap();
+        seen.push_str(body);
+        if note.contains("the end of the result") {
+            break;
+        }
+        let at = note.find("recall {").unwrap() + 7;
+        args = serde_json::from_str(note[at..].trim_end_matches(']')).unwrap();
+    }
+    assert!(seen == whole, "the pages put together are the whole result");
+    served.client.cancel().await.unwrap();
+    served.server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
 async fn an_ask_tool_is_refused_without_elicitation_naming_the_mode_that_allows_it() {
     let served = serve(PermissionMode::WorkspaceWrite).await;
     let refused = call(&served.client, "fetch", json!({})).await;
@@ -237,4 +327,59 @@ async fn the_callers_shutdown_ends_serving_and_cancels_running_calls() {
     if let Ok(result) = answer {
         assert_eq!(result.is_error, Some(true));
     }
+}
+
+#[tokio::test]
+async fn a_result_that_waited_behind_another_call_says_for_how_long_and_behind_which() {
+    let workspace = tempfile::tempdir().unwrap();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    registry.register(Numbers);
+    registry.register(Hold {
+        started: Arc::clone(&started),
+        release: Arc::clone(&release),
+    });
+    let ctx = ToolContext::new(workspace.path()).unwrap();
+    let server = Server::new(
+        registry,
+        ctx,
+        PermissionMode::WorkspaceWrite,
+        &McpSettings::default(),
+    );
+    let (client_side, server_side) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_side);
+    let server = tokio::spawn(server.serve_io(read, write, std::future::pending()));
+    let client = Arc::new(().serve(tokio::io::split(client_side)).await.unwrap());
+
+    // Alone, a call does not wait and says nothing of it.
+    let alone = call(&client, "numbers", json!({"count": 2})).await;
+    assert_eq!(text_of(&alone), numbered(2));
+
+    let holding = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { call(&client, "hold", json!({})).await }
+    });
+    started.notified().await;
+    let waiting = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { call(&client, "numbers", json!({"count": 2})).await }
+    });
+    // Time for the second call to arrive and queue behind the first (not a limit on anything).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    release.notify_one();
+    let held = holding.await.unwrap();
+    assert_eq!(
+        text_of(&held),
+        "released",
+        "the call waited for says nothing"
+    );
+    let waited = text_of(&waiting.await.unwrap());
+    assert!(waited.starts_with(&numbered(2)), "{waited}");
+    let note = waited.lines().last().unwrap();
+    assert!(note.starts_with("[this call waited "), "{note}");
+    assert!(note.contains("behind `hold` (request "), "{note}");
+    assert!(note.contains("the same files or state"), "{note}");
+    drop(client);
+    server.abort();
 }

@@ -54,6 +54,7 @@ pub(crate) async fn drive(
             text: format!("{text}\n"),
             is_error: true,
             summary: "refused by the sandbox".into(),
+            summary_says_duration: false,
             at: Instant::now(),
         });
         return;
@@ -99,6 +100,7 @@ pub(crate) async fn drive(
         text,
         is_error,
         summary: summary(status, stop_phrase.as_deref()),
+        summary_says_duration: summary_says_duration(status),
         at: Instant::now(),
     });
 }
@@ -111,8 +113,13 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// Whether [`summary`] of `status` says how long the job ran (a timeout names its limit).
+pub(super) fn summary_says_duration(status: Status) -> bool {
+    matches!(status, Status::TimedOut(_))
+}
+
 /// A few words on how a job ended, for the job list.
-fn summary(status: Status, stop_phrase: Option<&str>) -> String {
+pub(super) fn summary(status: Status, stop_phrase: Option<&str>) -> String {
     let how = |what: String| match stop_phrase {
         Some(phrase) => format!("{what} ({phrase})"),
         None => what,

@@ -66,6 +66,9 @@ pub(crate) struct End {
     pub(crate) is_error: bool,
     /// A few words for the job list: `exited with code 0`.
     pub(crate) summary: String,
+    /// Whether `summary` already says how long the job ran (`timed out after 5 s`), so that
+    /// the job list does not say it again.
+    pub(crate) summary_says_duration: bool,
     /// When it ended.
     pub(crate) at: Instant,
 }
@@ -206,6 +209,9 @@ impl Job {
         let state = self.state();
         match &state.end {
             None => format!("running for {}", human::duration(self.started.elapsed())),
+            Some(end) if end.summary_says_duration => {
+                format!("{}, {} ago", end.summary, human::duration(end.at.elapsed()))
+            }
             Some(end) => format!(
                 "{} after {}, {} ago",
                 end.summary,
@@ -411,6 +417,7 @@ mod tests {
             text: "exit code: 2\n".into(),
             is_error: true,
             summary: "exited with code 2".into(),
+            summary_says_duration: false,
             at: Instant::now(),
         });
         tokio::time::advance(Duration::from_secs(60)).await;
@@ -422,6 +429,44 @@ mod tests {
         );
         assert!(report.is_error);
         assert!(!job.holds_reservation());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_job_list_says_each_fact_of_an_ending_once() {
+        use crate::jobs::driver::{summary, summary_says_duration};
+        use crate::process_tree::ShellEnd;
+        use crate::run::Status;
+        let cases = [
+            (
+                Status::TimedOut(Duration::from_millis(1_500)),
+                Some("stopped by SIGTERM"),
+                "timed out after 1.5 s (stopped by SIGTERM), 1 min ago",
+            ),
+            (
+                Status::Cancelled(Duration::from_millis(1_500)),
+                Some("stopped by SIGTERM"),
+                "cancelled (stopped by SIGTERM) after 1.5 s, 1 min ago",
+            ),
+            (
+                Status::Exited(ShellEnd::Code(0)),
+                None,
+                "exited with code 0 after 1.5 s, 1 min ago",
+            ),
+        ];
+        for (status, phrase, line) in cases {
+            let job = job(false, 64);
+            tokio::time::advance(Duration::from_millis(1_500)).await;
+            job.finish(End {
+                text: String::new(),
+                is_error: true,
+                summary: summary(status, phrase),
+                summary_says_duration: summary_says_duration(status),
+                at: Instant::now(),
+            });
+            tokio::time::advance(Duration::from_secs(60)).await;
+            assert_eq!(job.status_line(), line);
+            assert_eq!(job.status_line().matches("1.5 s").count(), 1);
+        }
     }
 
     #[test]

@@ -219,6 +219,7 @@ mod tests {
             text: String::new(),
             is_error: false,
             summary: "exited with code 0".into(),
+            summary_says_duration: false,
             at: tokio::time::Instant::now(),
         });
         add(&table, &settings, false).unwrap();
@@ -245,6 +246,7 @@ mod tests {
             text: String::new(),
             is_error: false,
             summary: "exited with code 0".into(),
+            summary_says_duration: false,
             at: tokio::time::Instant::now(),
         });
         assert!(

@@ -75,6 +75,23 @@ pub(crate) enum PlanError {
         line: usize,
         what: String,
     },
+    /// A chunk matched only with leading whitespace ignored, and how its new lines should be
+    /// indented cannot be told.
+    #[error(
+        "`{path}`, chunk {chunk} (patch line {line}): its lines match lines {first}-{last} only \
+         with leading whitespace ignored, and {why}, so where its new lines belong cannot be \
+         told. The file's lines, as they are:\n{region}\nCopy the context \
+         and `-` lines with their exact indentation, and indent the `+` lines as they must be."
+    )]
+    Indentation {
+        path: String,
+        chunk: usize,
+        line: usize,
+        first: usize,
+        last: usize,
+        why: String,
+        region: String,
+    },
     /// Reading a file failed.
     #[error("cannot read `{path}`: {source}")]
     Io { path: String, source: io::Error },
@@ -667,12 +684,34 @@ fn apply_chunks(
                 what.push_str(&closest_text(&contents, &old.join("\n"), cancel));
                 return Err(not_found(what));
             };
+            let matched = contents
+                .get(found.at..found.at + old.len())
+                .unwrap_or_default();
+            let reindented = if found.pass.ignores_leading_whitespace() {
+                match reindent(&old, matched, &mut ops) {
+                    Ok(shift) => shift,
+                    Err(why) => {
+                        return Err(PlanError::Indentation {
+                            path: shown.to_owned(),
+                            chunk: index + 1,
+                            line: chunk.at,
+                            first: found.at + 1,
+                            last: found.at + old.len(),
+                            why,
+                            region: numbered(matched, found.at + 1),
+                        });
+                    }
+                }
+            } else {
+                None
+            };
             if found.pass != Pass::Exact {
-                notes.push(format!(
-                    "chunk {} matched with {}",
-                    index + 1,
-                    found.pass.describe()
-                ));
+                let mut note =
+                    format!("chunk {} matched with {}", index + 1, found.pass.describe());
+                if let Some(shift) = reindented {
+                    let _ = write!(note, "; its new lines were indented {shift}");
+                }
+                notes.push(note);
             }
             if found.more {
                 notes.push(format!(
@@ -701,6 +740,202 @@ fn apply_chunks(
     Ok(notes)
 }
 
+/// The leading whitespace of `line`.
+fn indent_of(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+/// How a file's line is indented against the chunk's line it matched: the same, a prefix
+/// more, or a prefix less.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shift {
+    Same,
+    More(String),
+    Less(String),
+}
+
+impl Shift {
+    /// How `file` is indented against `pattern` (the chunk's line `number`); `Err` in words
+    /// when neither indentation ends with the other (tabs against spaces).
+    fn between(pattern: &str, file: &str, number: usize) -> Result<Shift, String> {
+        let (p, f) = (indent_of(pattern), indent_of(file));
+        if p == f {
+            Ok(Shift::Same)
+        } else if let Some(prefix) = f.strip_suffix(p) {
+            Ok(Shift::More(prefix.to_owned()))
+        } else if let Some(prefix) = p.strip_suffix(f) {
+            Ok(Shift::Less(prefix.to_owned()))
+        } else {
+            Err(format!(
+                "the file indents the chunk's line {number} with {f:?} where the chunk has {p:?}"
+            ))
+        }
+    }
+
+    /// `text` moved by the shift; `None` when it is less indented than what the shift takes
+    /// away.
+    fn apply(&self, text: &str) -> Option<String> {
+        match self {
+            Shift::Same => Some(text.to_owned()),
+            Shift::More(prefix) => Some(format!("{prefix}{text}")),
+            Shift::Less(prefix) => text.strip_prefix(prefix.as_str()).map(str::to_owned),
+        }
+    }
+
+    /// In words, for notes and errors: "4 spaces more", "1 tab less", "the same".
+    fn describe(&self) -> String {
+        let (prefix, way) = match self {
+            Shift::Same => return "the same".to_owned(),
+            Shift::More(prefix) => (prefix, "more"),
+            Shift::Less(prefix) => (prefix, "less"),
+        };
+        let spaces = prefix.chars().filter(|&c| c == ' ').count() as u64;
+        let tabs = prefix.chars().filter(|&c| c == '\t').count() as u64;
+        let others = prefix.chars().count() as u64 - spaces - tabs;
+        let mut parts = Vec::new();
+        if tabs > 0 {
+            parts.push(human::count(tabs, "tab", "tabs"));
+        }
+        if spaces > 0 {
+            parts.push(human::count(spaces, "space", "spaces"));
+        }
+        if others > 0 {
+            parts.push(human::count(others, "other space", "other spaces"));
+        }
+        format!("{} {way}", parts.join(" and "))
+    }
+}
+
+/// When a chunk's lines matched `matched` only with leading whitespace ignored: gives its added
+/// lines the file's indentation. When every matched line is shifted from the chunk's by one
+/// amount, every added line is shifted by it (`return x` written at column 0 for a line at 8
+/// spaces lands at 8 spaces; a line the chunk indents 4 deeper than its context stays 4
+/// deeper). Otherwise (a chunk written flat against nested code) each run of added lines takes
+/// the shift of the lines it replaces, or, when it only inserts, of the lines around it. Returns
+/// the note's words when lines were moved, or why it cannot be told: the lines a run replaces,
+/// or those around an insertion, are shifted by different amounts, an indentation is not a
+/// prefix of the other (tabs against spaces), or an added line is less indented than what its
+/// shift takes away.
+fn reindent(
+    old: &[&str],
+    matched: &[&str],
+    ops: &mut [Edit<'_>],
+) -> Result<Option<String>, String> {
+    let shifts = old
+        .iter()
+        .zip(matched)
+        .enumerate()
+        .map(|(number, (pattern, file))| {
+            if pattern.trim().is_empty() {
+                Ok(None)
+            } else {
+                Shift::between(pattern, file, number + 1).map(Some)
+            }
+        })
+        .collect::<Result<Vec<Option<Shift>>, String>>()?;
+    let mut known = shifts.iter().flatten();
+    let uniform = match known.next() {
+        None => return Ok(None),
+        Some(first) => known.all(|shift| shift == first).then(|| first.clone()),
+    };
+    if uniform == Some(Shift::Same) {
+        return Ok(None);
+    }
+    // Each op's shift: the uniform one, or its run's.
+    let mut line = 0; // the index in `old` of the next Keep or Drop
+    let mut index = 0;
+    while index < ops.len() {
+        if matches!(ops[index], Edit::Keep) {
+            line += 1;
+            index += 1;
+            continue;
+        }
+        // A run of Drop and Add ops: the lines `line..line + drops` are the ones it replaces.
+        let end = ops[index..]
+            .iter()
+            .position(|op| matches!(op, Edit::Keep))
+            .map_or(ops.len(), |at| index + at);
+        let drops = ops[index..end]
+            .iter()
+            .filter(|op| matches!(op, Edit::Drop))
+            .count();
+        let shift = match &uniform {
+            Some(shift) => shift.clone(),
+            None => run_shift(&shifts, line, line + drops)?,
+        };
+        for op in &mut ops[index..end] {
+            let Edit::Add(text) = op else {
+                continue;
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let Some(moved) = shift.apply(text) else {
+                return Err(format!(
+                    "the file's lines there are indented {} than the chunk's, more than the \
+                     added line `{}` is indented",
+                    shift.describe(),
+                    text.trim()
+                ));
+            };
+            *op = Edit::Add(std::borrow::Cow::Owned(moved));
+        }
+        line += drops;
+        index = end;
+    }
+    Ok(Some(match uniform {
+        Some(shift) => format!("{}, as the file's matched lines are", shift.describe()),
+        None => "as the file's lines they replace (or stand between) are".to_owned(),
+    }))
+}
+
+/// The shift of a run of added lines that replaces the chunk's lines `from..to` (none, when it
+/// only inserts before line `from`): that of the lines it replaces, or of the lines around it.
+fn run_shift(shifts: &[Option<Shift>], from: usize, to: usize) -> Result<Shift, String> {
+    let replaced: Vec<&Shift> = shifts[from..to].iter().flatten().collect();
+    if let Some(first) = replaced.first() {
+        return match replaced.iter().find(|shift| shift != &first) {
+            None => Ok((*first).clone()),
+            Some(other) => Err(format!(
+                "the lines the chunk replaces at its lines {}-{} are shifted by different \
+                 amounts ({} and {})",
+                from + 1,
+                to,
+                first.describe(),
+                other.describe()
+            )),
+        };
+    }
+    let before = shifts[..from].iter().rev().flatten().next();
+    let after = shifts[to..].iter().flatten().next();
+    match (before, after) {
+        (Some(before), Some(after)) if before == after => Ok(before.clone()),
+        (Some(before), Some(after)) => Err(format!(
+            "the lines it adds after its line {from} stand between lines shifted by different \
+             amounts ({} above, {} below)",
+            before.describe(),
+            after.describe()
+        )),
+        _ => Err(format!(
+            "the lines it adds at its line {} have matched lines on one side only",
+            from + 1
+        )),
+    }
+}
+
+/// `lines` numbered from `first`, as `read` shows them.
+fn numbered(lines: &[&str], first: usize) -> String {
+    const SHOWN: usize = 40;
+    let mut out = String::new();
+    for (offset, line) in lines.iter().take(SHOWN).enumerate() {
+        let _ = writeln!(out, "{:>6}\t{line}", first + offset);
+    }
+    if lines.len() > SHOWN {
+        let _ = writeln!(out, "    … ({} more)", lines.len() - SHOWN);
+    }
+    out.trim_end_matches('\n').to_owned()
+}
+
 /// A chunk as steps: context kept, removed dropped, added inserted.
 fn edits<'a>(chunk: &Chunk<'a>) -> Vec<Edit<'a>> {
     chunk
@@ -709,7 +944,7 @@ fn edits<'a>(chunk: &Chunk<'a>) -> Vec<Edit<'a>> {
         .map(|line| match *line {
             Line::Context(_) => Edit::Keep,
             Line::Remove(_) => Edit::Drop,
-            Line::Add(text) => Edit::Add(text),
+            Line::Add(text) => Edit::Add(std::borrow::Cow::Borrowed(text)),
         })
         .collect()
 }

@@ -37,6 +37,11 @@ impl Pass {
         }
     }
 
+    /// Whether lines that differ in their leading whitespace compare equal.
+    pub(crate) fn ignores_leading_whitespace(self) -> bool {
+        self >= Pass::Trimmed
+    }
+
     fn key(self, line: &str) -> Cow<'_, str> {
         match self {
             Pass::Exact => Cow::Borrowed(line),

@@ -184,7 +184,7 @@ impl Doc {
                             Some(Line::New(_, ending)) if !ending.is_empty() => ending,
                             _ => self.eol,
                         };
-                        out.push(Line::New(Rc::from(*text), ending));
+                        out.push(Line::New(Rc::from(text.as_ref()), ending));
                     }
                 }
             }
@@ -302,11 +302,11 @@ impl Doc {
 }
 
 /// One step of a chunk applied at a place.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Edit<'a> {
     Keep,
     Drop,
-    Add(&'a str),
+    Add(std::borrow::Cow<'a, str>),
 }
 
 fn ending_static(ending: &str) -> &'static str {
@@ -328,7 +328,11 @@ mod tests {
     #[test]
     fn endings_are_kept_and_new_lines_take_their_neighbours() {
         let mut d = doc("a\r\nb\r\nc\r\n");
-        d.splice(&[(1, 1, vec![Edit::Drop, Edit::Add("B"), Edit::Add("B2")])]);
+        d.splice(&[(
+            1,
+            1,
+            vec![Edit::Drop, Edit::Add("B".into()), Edit::Add("B2".into())],
+        )]);
         let (text, regions) = d.render();
         assert_eq!(text, "a\r\nB\r\nB2\r\nc\r\n");
         assert_eq!(
@@ -344,10 +348,10 @@ mod tests {
     #[test]
     fn no_final_newline_and_lone_cr_stay() {
         let mut d = doc("a\nb");
-        d.splice(&[(2, 0, vec![Edit::Add("c")])]);
+        d.splice(&[(2, 0, vec![Edit::Add("c".into())])]);
         assert_eq!(d.render().0, "a\nb\nc");
         let mut d = doc("a\rb\r");
-        d.splice(&[(0, 1, vec![Edit::Drop, Edit::Add("x")])]);
+        d.splice(&[(0, 1, vec![Edit::Drop, Edit::Add("x".into())])]);
         assert_eq!(d.render().0, "x\rb\r");
     }
 

@@ -617,3 +617,56 @@ impl Encoded {
         out
     }
 }
+
+/// The `offset` a page's last note continues with, if any.
+fn continuation(text: &str) -> Option<u64> {
+    let at = text.rfind("continue with offset=")? + "continue with offset=".len();
+    text[at..].split(']').next()?.parse().ok()
+}
+
+#[tokio::test]
+async fn pages_fit_the_window_the_caller_shows_and_continue_at_the_first_line_not_shown() {
+    let mut ws = Workspace::new();
+    let window = 30_000;
+    ws.ctx = ws.ctx.clone().with_window_chars(window);
+    let text: String = (1..=5_000)
+        .map(|n| format!("fn item_{n}() {{ let value = {n} * 2; }} // ünïcode\n"))
+        .collect();
+    fs::write(ws.path("big.rs"), &text).unwrap();
+    let mut offset = 1;
+    let mut lines = Vec::new();
+    loop {
+        let out = ws
+            .call("read", json!({"path": "big.rs", "offset": offset}))
+            .await;
+        assert!(!out.is_error, "{}", out.text_content());
+        let page = out.text_content();
+        // The whole page is shown: nothing of it would be hidden behind a window's marker.
+        assert!(
+            page.chars().count() <= window,
+            "a page of {} characters for a window of {window}",
+            page.chars().count()
+        );
+        let shown: Vec<u64> = page
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(number, _)| number.trim().parse().unwrap())
+            .collect();
+        assert_eq!(shown.first(), Some(&offset), "the page starts where asked");
+        lines.extend(shown.iter().copied());
+        match continuation(&page) {
+            Some(next) => {
+                assert_eq!(Some(next), shown.last().map(|last| last + 1), "{page}");
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(lines, (1..=5_000).collect::<Vec<u64>>());
+
+    // Without a window (a caller that shows results whole), the page is the configured one.
+    let whole = Workspace::new();
+    fs::write(whole.path("big.rs"), &text).unwrap();
+    let out = whole.call("read", json!({"path": "big.rs"})).await;
+    assert_eq!(continuation(&out.text_content()), Some(2001));
+}
