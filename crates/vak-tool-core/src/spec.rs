@@ -82,6 +82,9 @@ pub struct ToolSpec {
     pub capabilities: Vec<Capability>,
     /// Whether the tool belongs to the orientation floor: present in every slice of a registry.
     pub floor: bool,
+    /// Whether a call may take long although the tool neither runs programs nor reaches the
+    /// network (it waits for language servers, say): see [`ToolSpec::runs_long`].
+    pub long_running: bool,
 }
 
 impl ToolSpec {
@@ -103,6 +106,7 @@ impl ToolSpec {
             input_schema,
             capabilities: Vec::new(),
             floor: false,
+            long_running: false,
         }
     }
 
@@ -139,6 +143,20 @@ impl ToolSpec {
             }
             _ => std::borrow::Cow::Borrowed(&self.description),
         }
+    }
+
+    /// The same spec, long-running or not (see [`ToolSpec::long_running`]).
+    #[must_use]
+    pub fn with_long_running(mut self, long_running: bool) -> Self {
+        self.long_running = long_running;
+        self
+    }
+
+    /// Whether a call may take long: the tool runs programs ([`Capability::Execute`]), reaches
+    /// the network ([`Capability::Network`]) or says so ([`ToolSpec::long_running`]). A server
+    /// may answer such a call with a task the client polls (MCP's tasks extension).
+    pub fn runs_long(&self) -> bool {
+        self.long_running || self.has(Capability::Execute) || self.has(Capability::Network)
     }
 
     /// Whether the tool has this capability.
@@ -196,6 +214,19 @@ mod tests {
         );
         assert!(fitted.starts_with("Does a thing. Padding"), "{fitted}");
         assert!(fitted.ends_with("here. Stops at 30 KiB."), "{fitted}");
+    }
+
+    #[test]
+    fn a_call_runs_long_when_it_runs_programs_reaches_the_network_or_says_so() {
+        assert!(!spec(&[]).runs_long());
+        assert!(!spec(&[Capability::ReadFs, Capability::WriteFs]).runs_long());
+        assert!(spec(&[Capability::Execute]).runs_long());
+        assert!(spec(&[Capability::Network]).runs_long());
+        assert!(
+            spec(&[Capability::ReadFs])
+                .with_long_running(true)
+                .runs_long()
+        );
     }
 
     #[test]
