@@ -40,6 +40,18 @@ pub enum Posture {
     Ask,
 }
 
+/// The JSON Schema (draft 2020-12) of a result's data of type `Data`, as
+/// [`ToolSpec::output_schema`] holds it (the type's Rust doc left out, as for input schemas).
+pub fn output_schema_of<Data: JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::SchemaGenerator::default()
+        .into_root_schema_for::<Data>()
+        .to_value();
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("description");
+    }
+    schema
+}
+
 /// The posture of a tool under a permission mode.
 ///
 /// | capability | `ReadOnly` | `WorkspaceWrite` | `FullAccess` |
@@ -85,6 +97,11 @@ pub struct ToolSpec {
     /// Whether a call may take long although the tool neither runs programs nor reaches the
     /// network (it waits for language servers, say): see [`ToolSpec::runs_long`].
     pub long_running: bool,
+    /// The JSON Schema of the data a successful call returns beside its text
+    /// ([`ToolOutput::structured`](crate::ToolOutput::structured), MCP's `outputSchema`), for a
+    /// tool whose results are data (lists, records); `None` for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl ToolSpec {
@@ -107,6 +124,7 @@ impl ToolSpec {
             capabilities: Vec::new(),
             floor: false,
             long_running: false,
+            output_schema: None,
         }
     }
 
@@ -149,6 +167,21 @@ impl ToolSpec {
     #[must_use]
     pub fn with_long_running(mut self, long_running: bool) -> Self {
         self.long_running = long_running;
+        self
+    }
+
+    /// The same spec whose successful results carry data of type `Data` (its schema, generated
+    /// as the input schema is, becomes [`ToolSpec::output_schema`]).
+    #[must_use]
+    pub fn with_output<Data: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(output_schema_of::<Data>());
+        self
+    }
+
+    /// The same spec with this output schema (see [`ToolSpec::output_schema`]).
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Option<serde_json::Value>) -> Self {
+        self.output_schema = schema;
         self
     }
 

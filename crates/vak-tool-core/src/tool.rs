@@ -106,6 +106,13 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// The JSON Schema of the data a successful call returns beside its text, for a tool whose
+    /// results are data: build it with [`output_schema_of`](crate::output_schema_of), and give
+    /// every successful result its data with [`ToolOutput::with_structured`]. None by default.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// What a call with these arguments touches, known before it runs: the paths it reads and
     /// writes (resolved as `run` will resolve them, with [`ToolContext::resolve_path`]), the
     /// session state it uses, its processes and network. A
@@ -211,6 +218,7 @@ impl<T: Tool> DynTool for T {
             .with_capabilities(self.capabilities())
             .with_floor(self.floor())
             .with_long_running(self.long_running())
+            .with_output_schema(self.output_schema())
     }
 
     fn call<'a>(
