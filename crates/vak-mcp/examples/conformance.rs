@@ -8,6 +8,9 @@
 //! npx @modelcontextprotocol/conformance server --url http://127.0.0.1:8766/mcp --scenario tasks-lifecycle
 //! ```
 //!
+//! Every call of a tool offered as a task is one at once (`task_after_ms = 0`), as the suite's
+//! reference fixtures are.
+//!
 //! - `greet` (never a task): `Hello, {name}!`.
 //! - `slow_compute` (a task when the client takes tasks): sleeps `seconds`, then says so;
 //!   cancelled, it stops at once.
@@ -146,15 +149,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(FailingJob);
     registry.register(ProtocolErrorJob);
     let ctx = ToolContext::new(std::env::current_dir()?)?;
-    let server = Server::new(
-        registry,
-        ctx,
-        PermissionMode::WorkspaceWrite,
-        &McpSettings::default(),
-    )
-    .with_task_support("slow_compute", TaskSupport::Optional)
-    .with_task_support("failing_job", TaskSupport::Required)
-    .with_task_support("protocol_error_job", TaskSupport::Optional);
+    // The suite's fixtures are tasks whenever the client takes them, however short the call:
+    // no plain answer within `[mcp] task_after_ms` here.
+    let mut settings = McpSettings::default();
+    settings.task_after_ms = 0;
+    let server = Server::new(registry, ctx, PermissionMode::WorkspaceWrite, &settings)
+        .with_task_support("slow_compute", TaskSupport::Optional)
+        .with_task_support("failing_job", TaskSupport::Required)
+        .with_task_support("protocol_error_job", TaskSupport::Optional);
     let stop = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
     #[cfg(feature = "http")]
     if let Some(addr) = std::env::args().skip_while(|arg| arg != "--http").nth(1) {

@@ -26,9 +26,25 @@ pub(crate) fn forward_progress(
     if let Some(ProgressSink(sink)) = context.extensions.get::<ProgressSink>().cloned() {
         return (ctx.with_progress(move |report| sink(report)), None);
     }
-    let Some(token) = context.meta.get_progress_token() else {
+    let Some((sender, task)) = to_client(context) else {
         return (ctx, None);
     };
+    let ctx = ctx.with_progress(move |report| {
+        // The receiver is gone only once the client is.
+        let _ = sender.send(report);
+    });
+    (ctx, Some(task))
+}
+
+/// When the client asked for progress (a `progressToken`): a sender whose reports one task
+/// sends in order as `notifications/progress`, and that task (it ends once the sender is gone).
+pub(crate) fn to_client(
+    context: &RequestContext<RoleServer>,
+) -> Option<(
+    tokio::sync::mpsc::UnboundedSender<Progress>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let token = context.meta.get_progress_token()?;
     let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<Progress>();
     let peer = context.peer.clone();
     let task = tokio::spawn(async move {
@@ -45,9 +61,5 @@ pub(crate) fn forward_progress(
             }
         }
     });
-    let ctx = ctx.with_progress(move |report| {
-        // The receiver is gone only once the client is.
-        let _ = sender.send(report);
-    });
-    (ctx, Some(task))
+    Some((sender, task))
 }

@@ -341,12 +341,18 @@ impl Server {
             .read_only(!writes && !spec.has(Capability::Network))
             .destructive(writes)
             .open_world(open_world);
-        McpTool::new(
+        let tool = McpTool::new(
             spec.name.clone(),
             spec.description.clone(),
             Arc::new(schema),
         )
-        .with_annotations(annotations)
+        .with_annotations(annotations);
+        match &spec.output_schema {
+            Some(serde_json::Value::Object(output)) => {
+                tool.with_raw_output_schema(Arc::new(output.clone()))
+            }
+            _ => tool,
+        }
     }
 
     async fn call(
@@ -481,6 +487,8 @@ impl Server {
         }
         let mut result = CallToolResult::success(blocks);
         result.is_error = Some(output.is_error);
+        // The data beside the text, whole (the tools bound what they return).
+        result.structured_content = output.structured;
         result
     }
 }
@@ -679,6 +687,42 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+
+    #[test]
+    fn a_tool_that_returns_data_declares_its_output_schema_and_its_results_carry_the_data() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code, reason = "only the schema is used")]
+        struct Args {}
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code, reason = "only the schema is used")]
+        struct Found {
+            /// The paths found.
+            paths: Vec<String>,
+        }
+        let spec = ToolSpec::new::<Args>("found", "Finds.").with_output::<Found>();
+        let tool = Server::spec_to_mcp(&spec);
+        let Some(schema) = tool.output_schema else {
+            panic!("no outputSchema")
+        };
+        assert_eq!(schema["properties"]["paths"]["type"], "array", "{schema:?}");
+        let plain = Server::spec_to_mcp(&ToolSpec::new::<Args>("plain", "Says."));
+        assert!(plain.output_schema.is_none());
+
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let server = Server::new(
+            Registry::new(),
+            ctx,
+            PermissionMode::WorkspaceWrite,
+            &McpSettings::default(),
+        );
+        let data = serde_json::json!({"paths": ["a.rs"]});
+        let result = server.windowed(ToolOutput::text("a.rs").with_structured(data.clone()));
+        assert_eq!(result.structured_content, Some(data));
+        assert!(!result.content.is_empty(), "the text stays beside the data");
+        let result = server.windowed(ToolOutput::text("no data"));
+        assert_eq!(result.structured_content, None);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_waits_for_a_cancelled_call_to_finish_ending() {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// max_sessions = 128          # HTTP sessions open at once; a new one past it gets 503
 /// session_idle_ms = 1800000   # an HTTP session silent this long is ended (30 min)
 /// allowed_origins = ["https://agent.example.com"]  # browser origins a non-loopback server takes
+/// task_after_ms = 1000        # a call still running this long becomes a task (tasks clients)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -39,6 +40,13 @@ pub struct McpSettings {
     /// `Origin` is refused with 403. A loopback server also takes loopback origins. Empty by
     /// default: no web page may drive the tools.
     pub allowed_origins: Vec<String>,
+    /// How long a call may run before it becomes a task, for a client that declared the tasks
+    /// extension (`io.modelcontextprotocol/tasks`) but whose request did not need one: a call
+    /// of a tool offered as a task that ends within this bound is answered with its plain
+    /// result, one still running then with a task the client polls. `0`: every such call is a
+    /// task at once. A tool that only runs as a task is one at once whatever this says
+    /// (1,000 ms).
+    pub task_after_ms: u64,
 }
 
 impl Default for McpSettings {
@@ -50,6 +58,7 @@ impl Default for McpSettings {
             max_sessions: 128,
             session_idle_ms: 30 * 60 * 1000,
             allowed_origins: Vec::new(),
+            task_after_ms: 1000,
         }
     }
 }
@@ -58,6 +67,11 @@ impl McpSettings {
     /// [`McpSettings::session_idle_ms`] as a duration (at least a millisecond).
     pub fn session_idle(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.session_idle_ms.max(1))
+    }
+
+    /// [`McpSettings::task_after_ms`] as a duration.
+    pub fn task_after(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.task_after_ms)
     }
 
     /// The HTTP server's bounds in one line, for `vak-tools doctor`.

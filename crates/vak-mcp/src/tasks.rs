@@ -2,15 +2,23 @@
 //! once with a task the client polls (`tasks/get`), cancels (`tasks/cancel`) and reads the result
 //! of (inlined in `tasks/get` once the task has ended).
 //!
-//! Task creation is the server's choice, per request, and only for a client that declared the
-//! extension (in `initialize`'s capabilities, or in the request's own
+//! Task creation is the server's choice, per request ("the server is the sole decider; clients
+//! do not signal task preference on the request itself"), and only for a client that declared
+//! the extension (in `initialize`'s capabilities, or in the request's own
 //! `_meta["io.modelcontextprotocol/clientCapabilities"]`). A client that did not sees no change:
 //! the same plain result as before. The tools that may run long are offered as tasks
-//! ([`TaskSupport::Optional`]): those that run programs or reach the network (`bash`, `jobs`,
-//! `webfetch`, `browse`) and `diagnostics` (it waits for language servers); an embedder can say
-//! otherwise per tool with [`Server::with_task_support`]. Each tool's `tools/list` entry says it in
-//! `_meta["io.modelcontextprotocol/tasks"].taskSupport` (`"optional"`, `"required"`; absent is
-//! `"forbidden"`).
+//! ([`TaskSupport::Optional`]): those whose spec [runs long](ToolSpec::runs_long) (they run
+//! programs, reach the network, or say they wait for something, as `diagnostics` waits for
+//! language servers); an embedder can say otherwise per tool with [`Server::with_task_support`].
+//! Each tool's `tools/list` entry says it in `_meta["io.modelcontextprotocol/tasks"].taskSupport`
+//! (`"optional"`, `"required"`; absent is `"forbidden"`).
+//!
+//! A task only when it helps: a call of an optional tool starts at once and is answered with its
+//! plain result when it ends within `[mcp] task_after_ms` (1 s); only a call still running then
+//! becomes a task, which takes the running call over (nothing is run twice). A tool that only
+//! runs as a task ([`TaskSupport::Required`]) is a task at once, and so is every optional call
+//! when `task_after_ms` is 0. Clients that show a task's first answer and stop (the Inspector
+//! CLI) thus see `echo hi`'s output, and clients that poll still get a task for a long call.
 //!
 //! A task is the same call as a plain one: its place among the session's calls is taken when
 //! the request arrives, the person's approval (an `Ask` posture) is asked before the task is
@@ -39,7 +47,7 @@ use rmcp::service::RequestContext;
 use rmcp::task_manager::current_timestamp;
 use rmcp::{ErrorData, RoleServer};
 use tokio::time::Instant;
-use vak_tool_core::{CancellationToken, Capability, Progress, ToolSpec};
+use vak_tool_core::{CancellationToken, Progress, ToolSpec};
 
 use crate::Server;
 use crate::progress::ProgressSink;
@@ -60,9 +68,6 @@ pub const KEPT_AFTER_END: Duration = Duration::from_secs(10 * 60);
 /// The polling interval suggested to the client (`pollIntervalMs`).
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
-/// Tools that only read yet may take long.
-const LONG_READERS: &[&str] = &["diagnostics"];
-
 /// Whether a tool's call may be answered with a task (the `taskSupport` of MCP's tool
 /// metadata).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,13 +82,11 @@ pub enum TaskSupport {
 }
 
 impl TaskSupport {
-    /// The default for a tool: optional for tools that run programs, reach the network, or wait
-    /// for language servers; forbidden for the rest (reading and editing files is quick).
+    /// The default for a tool: optional for tools whose calls may run long (they run programs,
+    /// reach the network, or say so: [`ToolSpec::runs_long`]); forbidden for the rest (reading
+    /// and editing files is quick).
     fn of(spec: &ToolSpec) -> Self {
-        let long = spec.has(Capability::Execute)
-            || spec.has(Capability::Network)
-            || LONG_READERS.contains(&spec.name.as_str());
-        if long {
+        if spec.runs_long() {
             Self::Optional
         } else {
             Self::Forbidden
@@ -357,8 +360,8 @@ fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
 
 impl Server {
     /// Sets whether calls of tool `name` may be answered with a task (see [`TaskSupport`]),
-    /// instead of the default (optional for tools that run programs, reach the network, or are
-    /// `diagnostics`; forbidden for the rest).
+    /// instead of the default (optional for tools whose calls [run long](ToolSpec::runs_long);
+    /// forbidden for the rest).
     #[must_use]
     pub fn with_task_support(self, name: impl Into<String>, support: TaskSupport) -> Self {
         self.tasks()
@@ -371,9 +374,61 @@ impl Server {
     }
 }
 
+/// Where a call's progress goes: to the client's `notifications/progress` while the request is
+/// open, to its task's status message once it is a task.
+struct Relay {
+    state: Mutex<RelayState>,
+}
+
+#[derive(Default)]
+struct RelayState {
+    /// The client's progress notifications, while the call is still the request's.
+    client: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+    /// The task the call became.
+    task: Option<(Arc<Store>, String)>,
+    /// The last message reported, the status a new task starts with.
+    last: Option<String>,
+}
+
+impl Relay {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RelayState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn report(&self, report: Progress) {
+        let mut state = self.lock();
+        if let Some(message) = &report.message {
+            state.last = Some(message.clone());
+            if let Some((store, id)) = &state.task {
+                store.report(id, message.clone());
+            }
+        }
+        if let Some(client) = &state.client {
+            // The receiver is gone only once the client is.
+            let _ = client.send(report);
+        }
+    }
+
+    /// The call is a task now: its progress becomes the task's status message.
+    fn to_task(&self, store: &Arc<Store>, id: &str) {
+        let mut state = self.lock();
+        state.client = None;
+        if let Some(message) = state.last.clone() {
+            store.report(id, message);
+        }
+        state.task = Some((Arc::clone(store), id.to_owned()));
+    }
+
+    /// The call ended as the request's: no more notifications.
+    fn close(&self) {
+        self.lock().client = None;
+    }
+}
+
 /// The answer to a `tools/call` when it is one for a task: a `CreateTaskResult` (the call runs
-/// on), the -32021 error for a tool that needs tasks from a client that did not declare them, or
-/// the plain result of a call refused before it started. `None`: a plain call.
+/// on), the plain result of a call that ended within `[mcp] task_after_ms` or was refused before
+/// it started, or the -32021 error for a tool that needs tasks from a client that did not declare
+/// them. `None`: a plain call as for a client without tasks.
 /// The task is kept in `tasks`: the session's, or the server's for requests without a session.
 pub(crate) async fn offer(
     server: &Server,
@@ -385,7 +440,7 @@ pub(crate) async fn offer(
         .tasks()
         .support(server.registry().spec(&request.name)?);
     let takes_tasks = client_takes_tasks(context);
-    match support {
+    let after = match support {
         TaskSupport::Forbidden => return None,
         TaskSupport::Optional if !takes_tasks => return None,
         TaskSupport::Required if !takes_tasks => {
@@ -393,45 +448,88 @@ pub(crate) async fn offer(
                 ClientCapabilities::builder().enable_tasks().build(),
             )));
         }
-        TaskSupport::Optional | TaskSupport::Required => {}
-    }
+        TaskSupport::Required => Duration::ZERO,
+        TaskSupport::Optional => server.settings().task_after(),
+    };
     let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
     // Its place among the session's calls and the person's approval, while the request is open.
     let prepared = match server.prepare(&request.name, args, context).await {
         Ok(prepared) => prepared,
         Err(refusal) => return Some(Ok(server.windowed(refusal).into())),
     };
+    // The call starts now, cancelled by the request's cancellation while it is the request's,
+    // by `tasks/cancel` once it is a task. Its progress goes through the relay.
     let cancel = CancellationToken::new();
-    let Some(task) = tasks.create(cancel.clone()) else {
-        tracing::info!(tool = %request.name, "{MAX_TASKS} tasks running in this session: a plain call");
-        let output = server.run(prepared, context).await;
-        return Some(Ok(server.windowed(output).into()));
-    };
-    // The task's call: the request's context, with the task's cancellation; progress is not
-    // sent for tasks, the tool's reports become the task's status message.
-    let id = task.task_id.clone();
     let mut call_context = context.clone();
-    call_context.ct = cancel;
+    call_context.ct = cancel.clone();
+    let (client, forwarder) = match crate::progress::to_client(context) {
+        Some((client, forwarder)) => (Some(client), Some(forwarder)),
+        None => (None, None),
+    };
     call_context.meta.remove("progressToken");
-    let (reports, reported) = (Arc::clone(tasks), id.clone());
+    let relay = Arc::new(Relay {
+        state: Mutex::new(RelayState {
+            client,
+            ..RelayState::default()
+        }),
+    });
+    let reports = Arc::clone(&relay);
     call_context
         .extensions
         .insert(ProgressSink(Arc::new(move |report: Progress| {
-            if let Some(message) = report.message {
-                reports.report(&reported, message);
-            }
+            reports.report(report);
         })));
-    let (server, tasks, running) = (server.clone(), Arc::clone(tasks), server.track());
-    tokio::spawn(async move {
-        let _running = running;
-        let run = {
-            let server = server.clone();
-            tokio::spawn(async move {
-                let output = server.run(prepared, &call_context).await;
-                server.windowed(output)
-            })
+    let mut call = {
+        let (server, running) = (server.clone(), server.track());
+        tokio::spawn(async move {
+            let _running = running;
+            let output = server.run(prepared, &call_context).await;
+            server.windowed(output)
+        })
+    };
+    let ended = if after.is_zero() {
+        None
+    } else {
+        tokio::select! {
+            ended = &mut call => Some(ended),
+            () = tokio::time::sleep(after) => None,
+            () = context.ct.cancelled() => {
+                cancel.cancel();
+                Some((&mut call).await)
+            }
+        }
+    };
+    let plain = |ended: Result<CallToolResult, tokio::task::JoinError>| {
+        relay.close();
+        ended.map(CallToolResponse::from).map_err(|fault| {
+            tracing::error!(tool = %request.name, %fault, "a call ended without a result");
+            ErrorData::internal_error(format!("the call ended without a result: {fault}"), None)
+        })
+    };
+    if let Some(ended) = ended {
+        let answer = plain(ended);
+        // Its last progress notifications go out before the result.
+        if let Some(forwarder) = forwarder {
+            let _ = tokio::time::timeout(crate::progress::PROGRESS_FLUSH, forwarder).await;
+        }
+        return Some(answer);
+    }
+    let Some(task) = tasks.create(cancel.clone()) else {
+        tracing::info!(tool = %request.name, "{MAX_TASKS} tasks running in this session: a plain call");
+        let ended = tokio::select! {
+            ended = &mut call => ended,
+            () = context.ct.cancelled() => {
+                cancel.cancel();
+                call.await
+            }
         };
-        let ended = run.await.map_err(|fault| {
+        return Some(plain(ended));
+    };
+    let id = task.task_id.clone();
+    relay.to_task(tasks, &id);
+    let tasks = Arc::clone(tasks);
+    tokio::spawn(async move {
+        let ended = call.await.map_err(|fault| {
             tracing::error!(task = %id, %fault, "a task's call ended without a result");
             ErrorData::internal_error(format!("the call ended without a result: {fault}"), None)
         });

@@ -92,7 +92,7 @@ pub use progress::Progress;
 pub use registry::{DuplicateTool, Registry};
 pub use schedule::{Admission, CancelledWhileWaiting, Scheduler};
 pub use session::Session;
-pub use spec::{Capability, PermissionMode, Posture, ToolSpec, posture};
+pub use spec::{Capability, PermissionMode, Posture, ToolSpec, output_schema_of, posture};
 pub use tool::{BoxFuture, DynTool, Tool, ToolError};
 
 /// Re-exported so tools and embedders name the same token type.

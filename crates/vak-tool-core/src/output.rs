@@ -62,6 +62,11 @@ pub struct ToolOutput {
     /// True when the call failed; the text then explains the failure to the model.
     #[serde(default)]
     pub is_error: bool,
+    /// The result as data, beside the same text (MCP's `structuredContent`): present on the
+    /// successful results of a tool that declares an output schema
+    /// ([`ToolSpec::output_schema`](crate::ToolSpec::output_schema)), and valid against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ToolOutput {
@@ -70,6 +75,7 @@ impl ToolOutput {
         Self {
             content: vec![Content::Text { text: text.into() }],
             is_error: false,
+            structured: None,
         }
     }
 
@@ -78,12 +84,24 @@ impl ToolOutput {
         Self {
             content: vec![Content::Text { text: text.into() }],
             is_error: true,
+            structured: None,
         }
     }
 
     /// A result made of the given blocks.
     pub fn from_content(content: Vec<Content>, is_error: bool) -> Self {
-        Self { content, is_error }
+        Self {
+            content,
+            is_error,
+            structured: None,
+        }
+    }
+
+    /// The same result with this data beside its text (see [`ToolOutput::structured`]).
+    #[must_use]
+    pub fn with_structured(mut self, data: serde_json::Value) -> Self {
+        self.structured = Some(data);
+        self
     }
 
     /// All text blocks joined with newlines (images are left out).

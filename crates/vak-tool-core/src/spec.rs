@@ -40,6 +40,18 @@ pub enum Posture {
     Ask,
 }
 
+/// The JSON Schema (draft 2020-12) of a result's data of type `Data`, as
+/// [`ToolSpec::output_schema`] holds it (the type's Rust doc left out, as for input schemas).
+pub fn output_schema_of<Data: JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::SchemaGenerator::default()
+        .into_root_schema_for::<Data>()
+        .to_value();
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("description");
+    }
+    schema
+}
+
 /// The posture of a tool under a permission mode.
 ///
 /// | capability | `ReadOnly` | `WorkspaceWrite` | `FullAccess` |
@@ -82,6 +94,14 @@ pub struct ToolSpec {
     pub capabilities: Vec<Capability>,
     /// Whether the tool belongs to the orientation floor: present in every slice of a registry.
     pub floor: bool,
+    /// Whether a call may take long although the tool neither runs programs nor reaches the
+    /// network (it waits for language servers, say): see [`ToolSpec::runs_long`].
+    pub long_running: bool,
+    /// The JSON Schema of the data a successful call returns beside its text
+    /// ([`ToolOutput::structured`](crate::ToolOutput::structured), MCP's `outputSchema`), for a
+    /// tool whose results are data (lists, records); `None` for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl ToolSpec {
@@ -103,6 +123,8 @@ impl ToolSpec {
             input_schema,
             capabilities: Vec::new(),
             floor: false,
+            long_running: false,
+            output_schema: None,
         }
     }
 
@@ -139,6 +161,35 @@ impl ToolSpec {
             }
             _ => std::borrow::Cow::Borrowed(&self.description),
         }
+    }
+
+    /// The same spec, long-running or not (see [`ToolSpec::long_running`]).
+    #[must_use]
+    pub fn with_long_running(mut self, long_running: bool) -> Self {
+        self.long_running = long_running;
+        self
+    }
+
+    /// The same spec whose successful results carry data of type `Data` (its schema, generated
+    /// as the input schema is, becomes [`ToolSpec::output_schema`]).
+    #[must_use]
+    pub fn with_output<Data: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(output_schema_of::<Data>());
+        self
+    }
+
+    /// The same spec with this output schema (see [`ToolSpec::output_schema`]).
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Option<serde_json::Value>) -> Self {
+        self.output_schema = schema;
+        self
+    }
+
+    /// Whether a call may take long: the tool runs programs ([`Capability::Execute`]), reaches
+    /// the network ([`Capability::Network`]) or says so ([`ToolSpec::long_running`]). A server
+    /// may answer such a call with a task the client polls (MCP's tasks extension).
+    pub fn runs_long(&self) -> bool {
+        self.long_running || self.has(Capability::Execute) || self.has(Capability::Network)
     }
 
     /// Whether the tool has this capability.
@@ -196,6 +247,19 @@ mod tests {
         );
         assert!(fitted.starts_with("Does a thing. Padding"), "{fitted}");
         assert!(fitted.ends_with("here. Stops at 30 KiB."), "{fitted}");
+    }
+
+    #[test]
+    fn a_call_runs_long_when_it_runs_programs_reaches_the_network_or_says_so() {
+        assert!(!spec(&[]).runs_long());
+        assert!(!spec(&[Capability::ReadFs, Capability::WriteFs]).runs_long());
+        assert!(spec(&[Capability::Execute]).runs_long());
+        assert!(spec(&[Capability::Network]).runs_long());
+        assert!(
+            spec(&[Capability::ReadFs])
+                .with_long_running(true)
+                .runs_long()
+        );
     }
 
     #[test]

@@ -98,6 +98,21 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether a call may take long although the tool neither runs programs nor reaches the
+    /// network (both of which may always take long): a tool that waits for another server
+    /// says yes. A server may then answer a call still running after a short while with a task
+    /// the client polls (see [`ToolSpec::runs_long`]). No by default.
+    fn long_running(&self) -> bool {
+        false
+    }
+
+    /// The JSON Schema of the data a successful call returns beside its text, for a tool whose
+    /// results are data: build it with [`output_schema_of`](crate::output_schema_of), and give
+    /// every successful result its data with [`ToolOutput::with_structured`]. None by default.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// What a call with these arguments touches, known before it runs: the paths it reads and
     /// writes (resolved as `run` will resolve them, with [`ToolContext::resolve_path`]), the
     /// session state it uses, its processes and network. A
@@ -202,6 +217,8 @@ impl<T: Tool> DynTool for T {
         ToolSpec::new::<T::Args>(self.name(), self.description())
             .with_capabilities(self.capabilities())
             .with_floor(self.floor())
+            .with_long_running(self.long_running())
+            .with_output_schema(self.output_schema())
     }
 
     fn call<'a>(

@@ -127,6 +127,10 @@ impl Tool for Glob {
         vec![Capability::ReadFs]
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<GlobData>())
+    }
+
     fn claims(&self, args: &GlobArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         crate::claims::read_tree(ctx, args.path.as_deref())
     }
@@ -137,6 +141,22 @@ impl Tool for Glob {
 
     async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(run(args, ctx, self.settings.glob_results).await?)
+    }
+}
+
+/// The data of a successful `glob` call (MCP's `structuredContent`), beside the same text.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct GlobData {
+    /// The matching files as the text lists them (workspace-relative where inside it), most
+    /// recently modified first, at most the result limit.
+    paths: Vec<String>,
+    /// How many files matched in all: more than `paths` holds when the list was cut.
+    matched: usize,
+}
+
+impl GlobData {
+    fn value(paths: Vec<String>, matched: usize) -> serde_json::Value {
+        serde_json::to_value(Self { paths, matched }).unwrap_or_default()
     }
 }
 
@@ -176,7 +196,8 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
             "No files match `{}`: the folder `{}` does not exist.",
             args.pattern,
             given.display()
-        )));
+        ))
+        .with_structured(GlobData::value(Vec::new(), 0)));
     }
     let walker = Walker::new(root, ctx, args.no_ignore);
     let result = walk::run_blocking(ctx, "glob", move |stop| {
@@ -226,6 +247,12 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
     // keeps ties in it, without comparing paths (files checked out or copied together often
     // share their time).
     found.sort_by_key(|found| std::cmp::Reverse(found.modified));
+    let listed = found
+        .iter()
+        .take(limit)
+        .map(|item| ctx.display_path(&item.path))
+        .collect();
+    let data = GlobData::value(listed, found.len());
     Ok(ToolOutput::text(render(
         &args.pattern,
         ctx,
@@ -233,7 +260,8 @@ async fn run(args: GlobArgs, ctx: &ToolContext, limit: usize) -> Result<ToolOutp
         &found,
         &accounting,
         limit,
-    )))
+    ))
+    .with_structured(data))
 }
 
 fn render(
@@ -305,6 +333,48 @@ fn split_literal_prefix(pattern: &str) -> (PathBuf, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_result_carries_the_listed_paths_as_data_of_its_output_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.rs", "b.rs", "c.txt"] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let args = GlobArgs {
+            pattern: "*.rs".into(),
+            path: None,
+            no_ignore: false,
+        };
+        let Ok(output) = run(args, &ctx, 1).await else {
+            panic!("glob failed")
+        };
+        let Some(data) = output.structured.clone() else {
+            panic!("no data: {output:?}")
+        };
+        assert_eq!(data["matched"], 2, "{data}");
+        let paths = data["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 1, "cut at the limit as the text is: {data}");
+        assert!(
+            output
+                .text_content()
+                .starts_with(paths[0].as_str().unwrap()),
+            "the data lists what the text lists: {data}"
+        );
+        // The data has what the schema requires, of its types.
+        let schema = vak_tool_core::output_schema_of::<GlobData>();
+        for key in schema["required"].as_array().unwrap() {
+            let key = key.as_str().unwrap();
+            let kind = &schema["properties"][key]["type"];
+            let value = &data[key];
+            let fits = match kind.as_str() {
+                Some("array") => value.is_array(),
+                Some("integer") => value.is_u64(),
+                _ => false,
+            };
+            assert!(fits, "{key}: {value} is not {kind}");
+        }
+    }
 
     #[test]
     fn literal_prefixes() {

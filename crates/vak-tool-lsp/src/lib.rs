@@ -150,6 +150,11 @@ impl Tool for Diagnostics {
         vec![Capability::ReadFs]
     }
 
+    fn long_running(&self) -> bool {
+        // It waits for language servers to check the files.
+        true
+    }
+
     fn claims(&self, args: &DiagnosticsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         // Ordered after a change of the file it asks about (its diagnostics then see the
         // change); without a path, after every file change.

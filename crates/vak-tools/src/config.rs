@@ -45,6 +45,7 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 /// ledger_bytes = 268435456       # results kept whole for `recall`
 /// max_body_bytes = 4194304       # largest request body `mcp --http` reads
 /// max_calls = 16                 # calls running at once over `mcp --http`
+/// task_after_ms = 1000           # a call still running this long becomes a task
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -271,6 +271,8 @@ async fn the_tool_is_on_the_floor_only_when_a_server_is_configured() {
         s.registry.spec("diagnostics").unwrap().capabilities,
         [Capability::ReadFs]
     );
+    // It waits for language servers: a call may run long (MCP offers it as a task).
+    assert!(s.registry.spec("diagnostics").unwrap().runs_long());
     let mut registry = Registry::new();
     let mut none = LspSettings::default();
     none.defaults = false;

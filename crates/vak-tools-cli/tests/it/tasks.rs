@@ -1,6 +1,7 @@
 //! The MCP tasks extension (`io.modelcontextprotocol/tasks`) through the binary: a client that
-//! declares it gets a long call as a task it polls, cancels and reads the result of; a client
-//! that does not sees the plain result, as before.
+//! declares it gets a long call as a task it polls, cancels and reads the result of, and a quick
+//! one (within `[mcp] task_after_ms`) as its plain result; a client that does not declare it sees
+//! the plain result, as before.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -78,9 +79,15 @@ fn tagged_pid(tag: &str) -> u32 {
     }
 }
 
+/// A workspace whose calls become tasks after `ms` (`[mcp] task_after_ms`).
+fn tasks_after(ms: u64) -> tempfile::TempDir {
+    crate::http::workspace(&format!("[mcp]\ntask_after_ms = {ms}\n"))
+}
+
 #[tokio::test]
 async fn a_bash_call_of_a_client_that_asks_is_a_task_polled_to_completion_and_fetched() {
-    let dir = tempfile::tempdir().unwrap();
+    // Well below the call's `sleep 1`, so that it is surely still running.
+    let dir = tasks_after(100);
     let client = connect(dir.path(), true).await;
 
     // tools/list says which tools may become tasks.
@@ -138,6 +145,46 @@ async fn a_bash_call_of_a_client_that_asks_is_a_task_polled_to_completion_and_fe
             .any(|line| line == (from - 1).to_string()),
         "recall returns the omitted lines of the task's output"
     );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_quick_call_of_a_client_that_takes_tasks_is_its_plain_result_and_exit_3_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default bound (1 s): `echo` ends well within it.
+    let client = connect(dir.path(), true).await;
+    let answer = client.call_tool_once(bash("echo out")).await.unwrap();
+    let CallToolResponse::Complete(result) = answer else {
+        panic!("a task for a call that ended at once: {answer:?}");
+    };
+    assert_eq!(result.is_error, Some(false));
+    assert!(text_of(&result).contains("out"), "{}", text_of(&result));
+    let answer = client
+        .call_tool_once(bash("echo failing; exit 3"))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = answer else {
+        panic!("a task for a call that ended at once: {answer:?}");
+    };
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    assert!(text_of(&result).contains("failing"), "{}", text_of(&result));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_task_after_ms_0_every_call_of_a_tool_offered_as_a_task_is_one() {
+    let dir = tasks_after(0);
+    let client = connect(dir.path(), true).await;
+    let answer = client.call_tool_once(bash("echo at-once")).await.unwrap();
+    let CallToolResponse::Task(created) = answer else {
+        panic!("not a task: {answer:?}");
+    };
+    let TaskPayload::Completed { result } = until_ended(&client, &created.task.task_id).await
+    else {
+        panic!("the task did not complete");
+    };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result)).unwrap();
+    assert!(text_of(&result).contains("at-once"), "{}", text_of(&result));
     client.cancel().await.unwrap();
 }
 
@@ -298,7 +345,7 @@ fn open_session(port: u16, capabilities: Value) -> String {
 
 #[test]
 fn over_http_a_task_is_polled_to_its_result_and_belongs_to_its_session() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tasks_after(100);
     let served = crate::http::serve(dir.path(), &["--no-auth"], None);
     let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     let session = open_session(served.port, tasks.clone());
@@ -342,4 +389,25 @@ fn over_http_a_task_is_polled_to_its_result_and_belongs_to_its_session() {
         .as_str()
         .unwrap_or_default();
     assert!(text.contains("over-http"), "{ended}");
+}
+
+#[test]
+fn over_http_a_quick_call_of_a_client_that_takes_tasks_is_its_plain_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = crate::http::serve(dir.path(), &["--no-auth"], None);
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let session = open_session(served.port, tasks);
+    let (_, answer) = post(
+        served.port,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "bash", "arguments": {"command": "echo quick; exit 3"}}}),
+    );
+    let answer = answer.expect("no answer to tools/call");
+    assert_ne!(answer["result"]["resultType"], "task", "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("quick"), "{answer}");
 }
