@@ -99,6 +99,77 @@ impl Lsp {
         workspace.to_path_buf()
     }
 
+    /// A ready server for `path` (the first whose extensions name it), with the file's current
+    /// content open in it: what a navigation request needs. `Err` says why there is none, in a
+    /// sentence for the model.
+    pub(crate) async fn ready_for(
+        &self,
+        path: &Path,
+        ctx: &ToolContext,
+        deadline: Instant,
+    ) -> Result<(Arc<Running>, String), String> {
+        let matching = self.servers_for(path);
+        let Some(server) = matching.first() else {
+            let names: Vec<String> = self
+                .servers
+                .iter()
+                .map(|s| format!("{} ({})", s.name, s.settings.extensions.join(", ")))
+                .collect();
+            return Err(if names.is_empty() {
+                "no language server is configured or found on PATH: use `grep` to find the \
+                 symbol instead"
+                    .into()
+            } else {
+                format!(
+                    "no language server handles `{}`: the servers here are {}",
+                    ctx.display_path(path),
+                    names.join("; ")
+                )
+            });
+        };
+        let text = read_text(path, self.settings.max_file_bytes)
+            .await
+            .map_err(|why| {
+                format!(
+                    "`{}` cannot be sent to {}: {why}",
+                    ctx.display_path(path),
+                    server.name
+                )
+            })?;
+        let grace = Duration::from_millis(self.settings.shutdown_ms);
+        let root = self.root(path, server, ctx);
+        let slot = ctx
+            .session()
+            .state::<Servers>()
+            .slot(&root, &server.name, grace);
+        let running = match slot
+            .get(server, &root, ctx, &self.launcher, &self.settings)
+            .await
+        {
+            Got::None(why) => return Err(format!("{}: {why}", server.name)),
+            Got::Server(running, _) => running,
+        };
+        match running.ready(deadline).await {
+            Start::Ready => {}
+            Start::Starting => {
+                return Err(format!(
+                    "{} was still starting: try again in a moment",
+                    server.name
+                ));
+            }
+            Start::Failed(why) => return Err(format!("{}: stopped: it {why}", server.name)),
+        }
+        let uri = uri::of(path);
+        let language = server.settings.language_id.clone().unwrap_or_else(|| {
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            language_id(extension).to_owned()
+        });
+        send(&running, &uri, &language, &Arc::from(text), false, deadline)
+            .await
+            .map_err(|why| format!("{}: stopped: it {why}", server.name))?;
+        Ok((running, server.name.clone()))
+    }
+
     /// Checks `paths`: sends their content (always when `changed`; otherwise only when the
     /// server has not seen this content) and waits for their diagnostics until the deadline.
     /// With `changed`, other open files that gained errors are reported too.

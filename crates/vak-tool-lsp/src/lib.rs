@@ -19,10 +19,14 @@
 //! files the change broke. At the deadline a file the server has not reported on says "still
 //! checking". Diagnostics never make a change an error: the change happened.
 //!
+//! The `code` tool asks the same servers to navigate (`navigate`): definition, type definition,
+//! implementation, references, hover, the file's outline, the project's symbols, incoming and
+//! outgoing calls, a position named by `path`, `line` and the `symbol` text on that line.
+//!
 //! Modules: `framing` (the bounded `Content-Length` framing), `client` (one connection: requests,
 //! the server's requests, published diagnostics), `launch` (the one place a server process is
 //! started), `server` (the session's servers: start, restart, disable, stop), `check` (send and
-//! wait), `render` (the section), `settings` (`[lsp]`).
+//! wait), `render` (the section), `navigate` (`code`), `settings` (`[lsp]`).
 //!
 //! Hostile servers are bounded: a server that never answers `initialize` counts as stopped after
 //! `start_timeout_ms` (the file tool never waits past `wait_ms`); a message over
@@ -35,6 +39,7 @@ mod check;
 mod client;
 mod framing;
 mod launch;
+mod navigate;
 mod render;
 mod server;
 mod settings;
@@ -53,11 +58,12 @@ use vak_tool_core::{
 use crate::check::Lsp;
 pub use crate::launch::Confinement;
 use crate::launch::Launcher;
+pub use crate::navigate::{CodeArgs, Op};
 use crate::render::render;
 pub use crate::settings::{LspSettings, ServerSettings};
 pub use vak_sandbox::env::EnvPolicy;
 
-/// Adds `diagnostics` to a registry and installs the observer that appends diagnostics to the
+/// Adds `diagnostics` and `code` to a registry and installs the observer that appends diagnostics to the
 /// results of the file tools, with the servers of `settings` (the built-in ones looked up on
 /// the process's `PATH` now). `mode` decides how servers run: as the user in `full-access`,
 /// otherwise inside `bash`'s sandbox (see the `launch` module), with the helper found as
@@ -86,7 +92,8 @@ pub fn register_confined(
     if !lsp.servers.is_empty() {
         registry.add_change_observer(Arc::new(Observer(Arc::clone(&lsp))));
     }
-    registry.register(Diagnostics(lsp));
+    registry.register(Diagnostics(Arc::clone(&lsp)));
+    registry.register(Code(lsp));
 }
 
 /// The observer of changed files.
@@ -223,5 +230,60 @@ impl Tool for Diagnostics {
                     .into()
             }),
         ))
+    }
+}
+
+/// The `code` tool: navigation by the language servers.
+struct Code(Arc<Lsp>);
+
+impl Tool for Code {
+    type Args = CodeArgs;
+
+    fn name(&self) -> &str {
+        "code"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Code navigation from the project's language servers (those of `diagnostics`), \
+             instead of grepping and reading whole files. `op` is one of `definition`, \
+             `type_definition`, `implementation`, `references`, `hover`, `incoming_calls`, \
+             `outgoing_calls` (each needs `path`, the 1-based `line` and the `symbol` text as it \
+             appears on that line; when it appears twice there, give more of the line starting \
+             with it), `document_symbols` (the outline of `path`) or `workspace_symbols` (names \
+             matching `query`, in the project of `path`). Results are `path:line:col: the line's \
+             text`, grouped by file, at most {max} listed and the rest counted. A server that \
+             starts cold may take a while on the first call.",
+            max = navigate::MAX_SHOWN,
+        )
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    /// On the floor with `diagnostics`: navigation is orientation.
+    fn floor(&self) -> bool {
+        let settings = &self.0.settings;
+        settings.enabled && (settings.defaults || settings.servers.values().any(|s| s.enabled))
+    }
+
+    fn claims(&self, _args: &CodeArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        // The answer reads the project as it is: ordered after every change in the workspace.
+        vak_tool_core::Claims::none().read_tree(ctx.workspace())
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the whole workspace (the server's answer depends on every file)".to_owned()
+    }
+
+    async fn run(&self, args: CodeArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let answer = tokio::select! {
+            answer = self.0.code(&args, ctx) => answer,
+            () = ctx.cancel().cancelled() => {
+                return Err(ToolError::new("cancelled before the language server answered"));
+            }
+        };
+        answer.map(ToolOutput::text).map_err(ToolError::new)
     }
 }

@@ -210,6 +210,14 @@ fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Val
         "capabilities": {
             "textDocument": {
                 "synchronization": {"didSave": true, "dynamicRegistration": false},
+                "definition": {"linkSupport": true},
+                "typeDefinition": {"linkSupport": true},
+                "implementation": {"linkSupport": true},
+                "references": {},
+                "hover": {"contentFormat": ["markdown", "plaintext"]},
+                "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+                "callHierarchy": {},
+                "rename": {"prepareSupport": false},
                 "publishDiagnostics": {
                     "relatedInformation": false,
                     "versionSupport": true,
@@ -217,7 +225,12 @@ fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Val
                     "dataSupport": false
                 }
             },
-            "workspace": {"configuration": true, "workspaceFolders": true},
+            "workspace": {
+                "configuration": true,
+                "workspaceFolders": true,
+                "symbol": {},
+                "workspaceEdit": {"documentChanges": true}
+            },
             "window": {"workDoneProgress": true}
         },
         "initializationOptions": Value::Null,

@@ -7,7 +7,7 @@
 //! installs the servers; under `CI` a missing server fails the test instead of skipping it.
 
 use serde_json::json;
-use vak_test_support::lsp::{CLANGD, Changes, PYRIGHT, Server, TYPESCRIPT};
+use vak_test_support::lsp::{CLANGD, Changes, Navigate, PYRIGHT, Server, TYPESCRIPT};
 use vak_tool_core::{PermissionMode, Registry, ToolContext};
 use vak_tool_lsp::{LspSettings, ServerSettings};
 
@@ -39,6 +39,14 @@ impl Changes for Tools {
 
     async fn diagnostics(&self) -> String {
         self.call("diagnostics", json!({})).await
+    }
+}
+
+impl Navigate for Tools {
+    async fn code(&self, args: &str) -> (bool, String) {
+        let args: serde_json::Value = serde_json::from_str(args).unwrap();
+        let out = self.registry.call("code", args, &self.ctx).await;
+        (out.is_error, out.text_content())
     }
 }
 
@@ -115,5 +123,47 @@ async fn c_in_workspace_write() {
 async fn c_in_read_only() {
     if let Some(tools) = setup(CLANGD, PermissionMode::ReadOnly) {
         vak_test_support::lsp::c(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_navigation_in_workspace_write() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::python_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_navigation_in_read_only() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::python_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_navigation_in_workspace_write() {
+    if let Some(tools) = setup(TYPESCRIPT, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::typescript_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_navigation_in_read_only() {
+    if let Some(tools) = setup(TYPESCRIPT, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::typescript_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c_navigation_in_workspace_write() {
+    if let Some(tools) = setup(CLANGD, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::c_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c_navigation_in_read_only() {
+    if let Some(tools) = setup(CLANGD, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::c_navigation(&tools).await;
     }
 }
