@@ -26,11 +26,16 @@ pub trait Changes {
     fn diagnostics(&self) -> impl Future<Output = String>;
 }
 
-/// The navigation tool a scenario asks: `code` with its arguments as JSON text, the result's
-/// text and whether it is an error.
+/// The navigation tool a scenario asks (`code` with its arguments as JSON text: the result's
+/// text and whether it is an error), `diagnostics` of one file, and files put in place without
+/// a tool (as the person's editor or a checkout would).
 pub trait Navigate {
     /// Calls `code` with `args` (a JSON object's text).
     fn code(&self, args: &str) -> impl Future<Output = (bool, String)>;
+    /// Calls `diagnostics` with `path`.
+    fn diagnostics_of(&self, path: &str) -> impl Future<Output = String>;
+    /// Writes `content` to `path` in the workspace, telling no tool.
+    fn place(&self, path: &str, content: &str);
 }
 
 /// `code` with `args`, which must succeed.
@@ -373,4 +378,46 @@ pub async fn c_navigation(tools: &(impl Changes + Navigate)) {
     } else {
         assert!(text.contains("`norm`, called on line 7"), "{text}");
     }
+}
+
+/// A change reaches the files that import it, and `diagnostics` of such a file never answers
+/// from a report older than the change: `main.py` imports `double` from `lib.py` and has been
+/// diagnosed; renaming `double` lists `main.py`'s new error in the change's result, and
+/// `diagnostics` of `main.py` then reports it.
+pub async fn python_dependents(tools: &(impl Changes + Navigate)) {
+    tools.place("lib.py", "def double(x: int) -> int:\n    return x * 2\n");
+    tools.place("main.py", "from lib import double\n\nprint(double(2))\n");
+    let text = tools.diagnostics_of("main.py").await;
+    assert!(text.contains("main.py: no problems (pyright)"), "{text}");
+    let text = tools.edit("lib.py", "def double(", "def twice(").await;
+    assert!(text.contains("lib.py: no problems (pyright)"), "{text}");
+    assert!(
+        text.contains("main.py: 1 new error in a file this change broke (pyright)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"double\" is unknown import symbol"),
+        "{text}"
+    );
+    // (basedpyright, which may stand in for pyright, adds warnings of its own.)
+    let text = tools.diagnostics_of("main.py").await;
+    assert!(text.contains("main.py: 1 error, "), "{text}");
+    assert!(
+        text.contains("\"double\" is unknown import symbol"),
+        "{text}"
+    );
+    // A file that imports the changed one without being open in the server is checked too.
+    tools.place("other.py", "from lib import twice\n\nprint(twice(2))\n");
+    let text = tools.edit("lib.py", "def twice(", "def triple(").await;
+    assert!(
+        text.contains(
+            "other.py: 1 error in a file that imports this change, checked now for the first \
+             time (pyright)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"twice\" is unknown import symbol"),
+        "{text}"
+    );
 }

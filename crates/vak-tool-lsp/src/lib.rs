@@ -15,9 +15,14 @@
 //! sends each changed file to its servers (`didOpen`, or `didChange` and `didSave`), waits up
 //! to `[lsp] wait_ms` for diagnostics of that very version (debounced), and returns a short
 //! section: errors first, then warnings, `path:line:col: severity [source code]: message`, at
-//! most `max_per_file` per file with a count of the rest, then the new errors of other open
-//! files the change broke. At the deadline a file the server has not reported on says "still
-//! checking". Diagnostics never make a change an error: the change happened.
+//! most `max_per_file` per file with a count of the rest (only what the change introduced is
+//! listed; what the file already had is counted), then the new errors of the files that depend
+//! on it: the ones open in the server and the project's files that import it, sent again so
+//! that the server reports on this very version of the project. At the deadline a file the
+//! server has not reported on says "still checking", and what the server says later starts the
+//! session's next result ("Diagnostics since your last call:"). `diagnostics` never answers
+//! from a report older than the last change sent to the server. Diagnostics never make a
+//! change an error: the change happened.
 //!
 //! The `code` tool asks the same servers to navigate (`navigate`): definition, type definition,
 //! implementation, references, hover, the file's outline, the project's symbols, incoming and
@@ -109,12 +114,22 @@ impl ChangeObserver for Observer {
             if !paths.iter().any(|path| self.0.serves(path)) {
                 return None;
             }
+            let since = self.0.since(ctx);
             let report = tokio::select! {
                 report = self.0.check(paths, ctx, true) => report,
-                () = ctx.cancel().cancelled() => return None,
+                () = ctx.cancel().cancelled() => return since,
             };
-            render(&report, ctx, self.0.settings.max_per_file)
+            let now = render(&report, ctx, self.0.settings.max_per_file);
+            join(since, now)
         })
+    }
+}
+
+/// Two optional sections, one after the other.
+fn join(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+        (first, second) => first.or(second),
     }
 }
 
@@ -190,6 +205,7 @@ impl Tool for Diagnostics {
                  diagnostics. Build or run the project's checker with `bash` instead.",
             ));
         }
+        let since = lsp.since(ctx);
         let report = match &args.path {
             Some(given) => {
                 let path = ctx.resolve_path(given)?;
@@ -223,12 +239,13 @@ impl Tool for Diagnostics {
             }
             None => lsp.open_files(ctx).await,
         };
+        let text = render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
+            "No file is open in a language server yet: give `path`, or change a file with \
+             `edit` or `write`."
+                .into()
+        });
         Ok(ToolOutput::text(
-            render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
-                "No file is open in a language server yet: give `path`, or change a file with \
-                 `edit` or `write`."
-                    .into()
-            }),
+            join(since, Some(text)).unwrap_or_default(),
         ))
     }
 }
@@ -284,6 +301,9 @@ impl Tool for Code {
                 return Err(ToolError::new("cancelled before the language server answered"));
             }
         };
-        answer.map(ToolOutput::text).map_err(ToolError::new)
+        let since = self.0.since(ctx);
+        answer
+            .map(|text| ToolOutput::text(join(since, Some(text)).unwrap_or_default()))
+            .map_err(ToolError::new)
     }
 }

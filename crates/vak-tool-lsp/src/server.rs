@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -33,6 +34,9 @@ pub(crate) struct Running {
     ready: watch::Receiver<Start>,
     /// Documents open in it: uri to (version, content).
     pub(crate) open: tokio::sync::Mutex<HashMap<String, (i32, Arc<str>)>>,
+    /// The publish counter when a change was last sent: a report that arrived before it may
+    /// be out of date (the change can break a file that did not change).
+    pub(crate) last_change: AtomicU64,
 }
 
 impl Running {
@@ -51,6 +55,7 @@ impl Running {
             process: Mutex::new(Some(launched.process)),
             ready,
             open: tokio::sync::Mutex::new(HashMap::new()),
+            last_change: AtomicU64::new(0),
         });
         let init = Arc::clone(&running);
         let root_uri = crate::uri::of(root);

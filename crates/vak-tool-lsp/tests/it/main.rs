@@ -231,6 +231,109 @@ async fn a_change_that_breaks_an_open_importer_reports_the_importer() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_of_a_file_never_answer_from_a_report_older_than_a_change() {
+    // The server reports only on the document it was sent: `main.fk`'s report goes stale when
+    // `lib.fk` changes.
+    let s = setup("own-only");
+    s.put("lib.fk", "provides:thing\n").await;
+    std::fs::write(s.ctx.workspace().join("main.fk"), "needs:thing\n").unwrap();
+    let out = s.diagnostics(json!({"path": "main.fk"})).await;
+    assert!(
+        out.text_content().contains("main.fk: no problems (fake)"),
+        "{out:?}"
+    );
+    s.put("lib.fk", "provides:other\n").await;
+    let out = s.diagnostics(json!({"path": "main.fk"})).await;
+    let text = out.text_content();
+    assert!(
+        text.contains("main.fk: 1 error, 0 warnings (fake)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("main.fk:1:1: error [fake F1]: thing is missing"),
+        "{text}"
+    );
+    // Without a path too.
+    s.put("lib.fk", "provides:thing\n").await;
+    let text = s.diagnostics(json!({})).await.text_content();
+    assert!(text.contains("main.fk: no problems (fake)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_reports_the_files_that_import_it_open_or_not() {
+    let s = setup("own-only");
+    s.put("lib.fk", "provides:thing\n").await;
+    s.put("main.fk", "import lib\nneeds:thing\n").await;
+    std::fs::write(
+        s.ctx.workspace().join("other.fk"),
+        "import lib\nneeds:thing\n",
+    )
+    .unwrap();
+    std::fs::write(s.ctx.workspace().join("unrelated.fk"), "needs:thing\n").unwrap();
+    let text = s.put("lib.fk", "provides:other\n").await;
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(
+        text.contains(
+            "main.fk: 1 new error in a file this change broke (fake)\n\
+             main.fk:2:1: error [fake F1]: thing is missing"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "other.fk: 1 error in a file that imports this change, checked now for the first \
+             time (fake)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("unrelated.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_lists_only_the_problems_it_introduced() {
+    let s = setup("normal");
+    s.put("a.fk", "WARN\nERROR old\n").await;
+    let text = s.put("a.fk", "WARN\nfine\nERROR old\nERROR new\n").await;
+    assert_eq!(
+        text,
+        "wrote a.fk\n\nDiagnostics:\n\
+         a.fk: 2 errors, 1 warning (fake); 2 it already had, not listed\n\
+         a.fk:4:1: error [fake F1]: error here: ERROR new"
+    );
+    let text = s.put("a.fk", "WARN\nERROR old\n").await;
+    assert_eq!(
+        text,
+        "wrote a.fk\n\nDiagnostics:\na.fk: 1 error, 1 warning (fake); 2 it already had, not listed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_that_arrive_late_start_the_next_result() {
+    let s = setup_with("late", |s| s.wait_ms = 50, PermissionMode::FullAccess);
+    let text = s.put("a.fk", "ERROR one\n").await;
+    assert!(text.contains("a.fk: still checking"), "{text}");
+    // Long past the server's 300 ms: its report has arrived.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = s.put("b.fk", "fine\n").await;
+    assert!(
+        text.starts_with(
+            "wrote b.fk\n\nDiagnostics since your last call:\n\
+             a.fk: 1 error, 0 warnings (fake)\n\
+             a.fk:1:1: error [fake F1]: error here: ERROR one\n\nDiagnostics:\n"
+        ),
+        "{text}"
+    );
+    // Said once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = s.diagnostics(json!({"path": "b.fk"})).await.text_content();
+    assert!(
+        text.starts_with("Diagnostics since your last call:\nb.fk: no problems"),
+        "{text}"
+    );
+    assert!(!text.contains("a.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn diagnostics_tool_checks_a_file_or_lists_the_open_ones() {
     let s = setup("normal");
     let out = s.diagnostics(json!({})).await;

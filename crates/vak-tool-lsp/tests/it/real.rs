@@ -48,17 +48,34 @@ impl Navigate for Tools {
         let out = self.registry.call("code", args, &self.ctx).await;
         (out.is_error, out.text_content())
     }
+
+    async fn diagnostics_of(&self, path: &str) -> String {
+        self.call("diagnostics", json!({"path": path})).await
+    }
+
+    fn place(&self, path: &str, content: &str) {
+        std::fs::write(self.ctx.workspace().join(path), content).unwrap();
+    }
 }
 
 /// The tools with `server` on PATH, in `mode`, with generous waits: a cold server on a busy
 /// machine is slow, and the result is the same whenever it comes.
 fn setup(server: Server, mode: PermissionMode) -> Option<Tools> {
+    setup_with(server, mode, |settings| settings.debounce_ms = 700)
+}
+
+/// As [`setup`], with the settings changed by `tweak`.
+fn setup_with(
+    server: Server,
+    mode: PermissionMode,
+    tweak: impl FnOnce(&mut LspSettings),
+) -> Option<Tools> {
     if !server.installed_or_skip() {
         return None;
     }
     let mut settings = LspSettings::default();
     settings.wait_ms = 90_000;
-    settings.debounce_ms = 700;
+    tweak(&mut settings);
     for other in server.others() {
         let mut off = ServerSettings::default();
         off.enabled = false;
@@ -165,5 +182,20 @@ async fn c_navigation_in_workspace_write() {
 async fn c_navigation_in_read_only() {
     if let Some(tools) = setup(CLANGD, PermissionMode::ReadOnly) {
         vak_test_support::lsp::c_navigation(&tools).await;
+    }
+}
+
+/// With the default debounce: a dependent file's report comes after the changed file's.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_dependents_in_workspace_write() {
+    if let Some(tools) = setup_with(PYRIGHT, PermissionMode::WorkspaceWrite, |_| {}) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_dependents_in_read_only() {
+    if let Some(tools) = setup_with(PYRIGHT, PermissionMode::ReadOnly, |_| {}) {
+        vak_test_support::lsp::python_dependents(&tools).await;
     }
 }
