@@ -458,7 +458,7 @@ impl Lsp {
                     .await
                 {
                     Got::None(why) => {
-                        note(&mut report, format!("{}: {why}", server.name));
+                        note(&mut report, format!("error: {}: {why}", server.name));
                         continue;
                     }
                     Got::Server(running, restarted) => {
@@ -484,7 +484,11 @@ impl Lsp {
                         continue;
                     }
                     Start::Failed(why) => {
-                        note(&mut report, format!("{}: stopped: it {why}", server.name));
+                        let why = running.cause(why).await;
+                        note(
+                            &mut report,
+                            format!("error: {}: stopped: it {why}", server.name),
+                        );
                         continue;
                     }
                 }
@@ -523,7 +527,13 @@ impl Lsp {
                         resent,
                         role: Role::Asked { had },
                     }),
-                    Err(why) => note(&mut report, format!("{}: stopped: it {why}", server.name)),
+                    Err(why) => {
+                        let why = running.cause(why).await;
+                        note(
+                            &mut report,
+                            format!("error: {}: stopped: it {why}", server.name),
+                        );
+                    }
                 }
             }
         }
@@ -582,7 +592,13 @@ impl Lsp {
         for item in sent {
             self.settle(&item, deadline).await;
             match self.outcome(&item, wait) {
-                Err(why) => note(&mut report, format!("{}: stopped: it {why}", item.server)),
+                Err(why) => {
+                    let why = item.running.cause(why).await;
+                    note(
+                        &mut report,
+                        format!("error: {}: stopped: it {why}", item.server),
+                    );
+                }
                 Ok(Outcome::StillChecking { why }) => {
                     if matches!(item.role, Role::Asked { .. }) {
                         report.files.push(FileReport {
@@ -751,7 +767,10 @@ impl Lsp {
                 continue;
             };
             if let Some(why) = running.dead() {
-                report.notes.push(format!("{name}: stopped: it {why}"));
+                let why = running.cause(why).await;
+                report
+                    .notes
+                    .push(format!("error: {name}: stopped: it {why}"));
                 continue;
             }
             let open = running.open.lock().await;

@@ -230,12 +230,22 @@ impl Tool for Diagnostics {
                         names.join("; ")
                     )));
                 }
-                tokio::select! {
+                let report = tokio::select! {
                     report = lsp.check(std::slice::from_ref(&path), ctx, false) => report,
                     () = ctx.cancel().cancelled() => {
                         return Err(ToolError::new("cancelled before the diagnostics arrived"));
                     }
+                };
+                // No server could answer: an error, with each one's cause.
+                if report.files.is_empty() && !report.notes.is_empty() {
+                    let text = render(&report, ctx, lsp.settings.max_per_file).unwrap_or_default();
+                    return Err(ToolError::new(format!(
+                        "{}\nNo diagnostics for `{given}`: fix the server (`vak-tools doctor` \
+                         lists the configured servers), or run the project's checker with `bash`.",
+                        join(since, Some(text)).unwrap_or_default()
+                    )));
                 }
+                report
             }
             None => lsp.open_files(ctx).await,
         };

@@ -37,6 +37,8 @@ pub(crate) struct Running {
     /// The publish counter when a change was last sent: a report that arrived before it may
     /// be out of date (the change can break a file that did not change).
     pub(crate) last_change: AtomicU64,
+    /// Why it stopped, with its cause, once worked out.
+    cause: Mutex<Option<String>>,
 }
 
 impl Running {
@@ -56,6 +58,7 @@ impl Running {
             ready,
             open: tokio::sync::Mutex::new(HashMap::new()),
             last_change: AtomicU64::new(0),
+            cause: Mutex::new(None),
         });
         let init = Arc::clone(&running);
         let root_uri = crate::uri::of(root);
@@ -85,7 +88,7 @@ impl Running {
             let state = match outcome {
                 Ok(state) => state,
                 Err(why) => {
-                    let why = init.explain(why).await;
+                    let why = init.cause(why).await;
                     init.client.give_up(why.clone());
                     init.kill();
                     Start::Failed(why)
@@ -98,22 +101,40 @@ impl Running {
 
     /// Waits until the server is initialized, has failed, or `deadline` passes.
     pub(crate) async fn ready(&self, deadline: Instant) -> Start {
+        // The start's own task always ends with a verdict (with the cause of a failure), also
+        // when the connection dies: wait for it rather than for the connection.
         let mut ready = self.ready.clone();
-        let mut watch = self.client.watch();
         loop {
             let now = ready.borrow_and_update().clone();
             if now != Start::Starting {
                 return now;
             }
-            if let Some(why) = self.client.dead() {
-                return Start::Failed(why);
-            }
             tokio::select! {
                 changed = ready.changed() => if changed.is_err() { return Start::Failed("stopped".into()) },
-                _ = watch.changed() => {}
-                () = tokio::time::sleep_until(deadline) => return Start::Starting,
+                () = tokio::time::sleep_until(deadline) => {
+                    return match self.client.dead() {
+                        Some(why) => Start::Failed(why),
+                        None => Start::Starting,
+                    };
+                }
             }
         }
+    }
+
+    /// `why` it stopped, with its cause, worked out once and kept (a later look at a reaped
+    /// process would find nothing).
+    pub(crate) async fn cause(&self, why: String) -> String {
+        if let Some(known) = self
+            .cause
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return known;
+        }
+        let explained = self.explain(why).await;
+        *self.cause.lock().unwrap_or_else(PoisonError::into_inner) = Some(explained.clone());
+        explained
     }
 
     /// Whether it has stopped, and why.
@@ -127,9 +148,10 @@ impl Running {
         }
     }
 
-    /// `why` a start failed, with what the sandbox or the server's last error line said: a
-    /// confined server's helper is given a moment to end and report.
-    async fn explain(&self, why: String) -> String {
+    /// `why` it failed to start or stopped, with its cause: what the sandbox said, or how the
+    /// process ended (its exit status) and the last lines of its standard error. The process
+    /// is given a moment to end and report.
+    pub(crate) async fn explain(&self, why: String) -> String {
         let process = self
             .process
             .lock()
@@ -138,15 +160,26 @@ impl Running {
         let Some(mut process) = process else {
             return why;
         };
-        if matches!(process, Process::Confined(_)) {
-            let _ = tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
-        }
-        let why = match (process.refusal(), process.last_error_line()) {
-            (Some(refusal), _) => format!(
-                "could not be sandboxed ({refusal}); nothing ran unconfined, and `vak-tools                  doctor` shows what this machine supports"
+        let status = process.exit_status(Duration::from_millis(500)).await;
+        let why = match process.refusal() {
+            Some(refusal) => format!(
+                "could not be sandboxed ({refusal}); nothing ran unconfined, and `vak-tools \
+                 doctor` shows what this machine supports"
             ),
-            (None, Some(line)) => format!("{why} (its last error output: {line})"),
-            (None, None) => why,
+            None => {
+                let mut causes = Vec::new();
+                if let Some(status) = status {
+                    causes.push(ended(status));
+                }
+                if let Some(lines) = process.last_error_lines(3) {
+                    causes.push(format!("its last error output: {lines}"));
+                }
+                if causes.is_empty() {
+                    why
+                } else {
+                    format!("{why}: {}", causes.join("; "))
+                }
+            }
         };
         *self.process.lock().unwrap_or_else(PoisonError::into_inner) = Some(process);
         why
@@ -202,6 +235,16 @@ impl Running {
             self.client.give_up("stopped with the session".into());
             self.kill();
         });
+    }
+}
+
+/// How a process ended, in words.
+fn ended(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("it exited with status {code}"),
+        (None, Some(signal)) => format!("it was killed by signal {signal}"),
+        (None, None) => format!("it ended ({status})"),
     }
 }
 
@@ -282,6 +325,7 @@ impl Slot {
             match running.dead() {
                 None => return Got::Server(Arc::clone(running), None),
                 Some(why) => {
+                    let why = running.cause(why).await;
                     state.crashes += 1;
                     let old = state.running.take();
                     if let Some(old) = old {

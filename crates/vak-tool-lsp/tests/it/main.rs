@@ -461,6 +461,67 @@ async fn a_crash_restarts_once_and_a_second_disables_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_dies_says_how_it_ended_and_what_it_last_wrote() {
+    let s = setup("crash");
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains(
+            "error: fake: stopped: it closed its output: it exited with status 3; its last \
+             error output: fake: loading the project / fake: cannot go on: crashing on purpose"
+        ),
+        "{text}"
+    );
+    // The restart says why too.
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: restarted: it closed its output: it exited with status 3"),
+        "{text}"
+    );
+    for permission in sandboxed_modes() {
+        let s = confined_setup("crash", &[], permission, Vec::new());
+        let text = s.put("a.fk", "x\n").await;
+        assert!(
+            text.contains(
+                "its last error output: fake: loading the project / fake: cannot go on: \
+                 crashing on purpose"
+            ),
+            "{permission:?}: {text}"
+        );
+        // The helper's status is not the server's: none is claimed.
+        assert!(!text.contains("status"), "{permission:?}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_cannot_start_is_an_error_with_its_cause() {
+    // What rustup's shim does for a component that is not installed.
+    let shim = "echo \"error: Unknown binary 'rust-analyzer' in official toolchain \
+                'stable-x86_64-unknown-linux-gnu'.\" >&2; exit 1";
+    let s = setup_with(
+        "normal",
+        |settings| {
+            let server = settings.servers.get_mut("fake").unwrap();
+            server.command = vec!["sh".into(), "-c".into(), shim.into()];
+        },
+        PermissionMode::FullAccess,
+    );
+    std::fs::write(s.ctx.workspace().join("a.fk"), "x\n").unwrap();
+    let out = s.diagnostics(json!({"path": "a.fk"})).await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    // (Whether its input or its output closed first is the kernel's choice.)
+    assert!(text.contains("error: fake: stopped: it "), "{text}");
+    assert!(
+        text.contains(
+            ": it exited with status 1; its last error output: error: Unknown binary \
+             'rust-analyzer' in official toolchain"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("`vak-tools doctor`"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_never_reports_leaves_the_file_still_checking() {
     let s = setup_with("slow", |s| s.wait_ms = 300, PermissionMode::FullAccess);
     let text = s.put("a.fk", "ERROR\n").await;

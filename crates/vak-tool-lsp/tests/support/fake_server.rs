@@ -169,7 +169,12 @@ fn main() {
                 docs.insert(uri.clone(), (version, text));
                 match mode.as_str() {
                     "late" => std::thread::sleep(std::time::Duration::from_millis(300)),
-                    "crash" => std::process::exit(3),
+                    "crash" => {
+                        eprintln!(
+                            "fake: loading the project\nfake: cannot go on: crashing on purpose"
+                        );
+                        std::process::exit(3)
+                    }
                     "slow" => continue,
                     "malformed" => {
                         let _ = write!(out, "Content-Lenght 12\r\n\r\n{{}}");
