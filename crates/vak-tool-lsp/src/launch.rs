@@ -101,7 +101,8 @@ impl Process {
         }
     }
 
-    /// The last `n` non-empty lines of its standard error, joined with ` / `, each bounded.
+    /// The first line of its standard error that reads as an error (`error…`, `fatal…`, a
+    /// panic), otherwise its last `n` non-empty lines joined with ` / `, each bounded.
     pub(crate) fn last_error_lines(&self, n: usize) -> Option<String> {
         let tail = match self {
             Process::Direct(_, _, tail) => {
@@ -110,6 +111,14 @@ impl Process {
             }
             Process::Confined(confined) => confined.stderr_tail(),
         };
+        // An error line says more than a backtrace after it (rustup's shim prints both).
+        let keyed = tail.lines().find(|line| {
+            let lower = line.trim_start().to_lowercase();
+            lower.starts_with("error") || lower.starts_with("fatal") || lower.contains("panicked")
+        });
+        if let Some(line) = keyed {
+            return Some(line.trim().chars().take(300).collect());
+        }
         let mut lines: Vec<String> = tail
             .lines()
             .rev()

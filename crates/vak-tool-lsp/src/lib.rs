@@ -31,7 +31,8 @@
 //! Modules: `framing` (the bounded `Content-Length` framing), `client` (one connection: requests,
 //! the server's requests, published diagnostics), `launch` (the one place a server process is
 //! started), `server` (the session's servers: start, restart, disable, stop), `check` (send and
-//! wait), `render` (the section), `navigate` (`code`), `settings` (`[lsp]`).
+//! wait), `render` (the section), `navigate` (`code`), `doctor` (`vak-tools doctor`'s
+//! lines), `settings` (`[lsp]`).
 //!
 //! Hostile servers are bounded: a server that never answers `initialize` counts as stopped after
 //! `start_timeout_ms` (the file tool never waits past `wait_ms`); a message over
@@ -42,6 +43,7 @@
 
 mod check;
 mod client;
+mod doctor;
 mod framing;
 mod launch;
 mod navigate;
@@ -61,6 +63,7 @@ use vak_tool_core::{
 };
 
 use crate::check::Lsp;
+pub use crate::doctor::doctor;
 pub use crate::launch::Confinement;
 use crate::launch::Launcher;
 pub use crate::navigate::{CodeArgs, Op};

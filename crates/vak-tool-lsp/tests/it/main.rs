@@ -521,6 +521,76 @@ async fn a_server_that_cannot_start_is_an_error_with_its_cause() {
     assert!(text.contains("`vak-tools doctor`"), "{text}");
 }
 
+/// An executable script at `path`.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_lists_each_server_where_it_is_its_version_or_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    script(&bin.join("tool-ls"), "echo 'tool-ls 1.2.3'");
+    script(
+        &bin.join("shim"),
+        "echo \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'.\" >&2\n\
+         echo 'Stack backtrace:' >&2\nexit 1",
+    );
+    // An npm package, linked from a bin folder as npm does.
+    let package = dir.path().join("lib/node_modules/fake-ls");
+    std::fs::create_dir_all(package.join("bin")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "fake-ls", "version": "9.9.9"}"#,
+    )
+    .unwrap();
+    script(&package.join("bin/server.js"), "sleep 60");
+    std::os::unix::fs::symlink(package.join("bin/server.js"), bin.join("fake-ls")).unwrap();
+    let mut settings = LspSettings::default();
+    settings.defaults = false;
+    let server = |command: &Path, enabled: bool| {
+        let mut server = ServerSettings::default();
+        server.command = vec![command.display().to_string(), "--stdio".into()];
+        server.extensions = vec!["x".into()];
+        server.enabled = enabled;
+        server
+    };
+    settings
+        .servers
+        .insert("a-versioned".into(), server(&bin.join("tool-ls"), true));
+    settings
+        .servers
+        .insert("b-npm".into(), server(&bin.join("fake-ls"), true));
+    settings
+        .servers
+        .insert("c-shim".into(), server(&bin.join("shim"), true));
+    settings
+        .servers
+        .insert("d-missing".into(), server(&bin.join("nothing"), true));
+    settings
+        .servers
+        .insert("e-off".into(), server(&bin.join("tool-ls"), false));
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let text =
+        vak_tool_lsp::doctor(&settings, &ctx, PermissionMode::FullAccess, &confinement()).await;
+    let bin = bin.display();
+    assert_eq!(
+        text,
+        format!(
+            "lsp: a-versioned: {bin}/tool-ls (tool-ls 1.2.3)\n\
+             lsp: b-npm: {bin}/fake-ls (fake-ls 9.9.9, from its package.json)\n\
+             lsp: c-shim: {bin}/shim: does not run: `{bin}/shim --version` exited with status 1; \
+             its last error output: error: Unknown binary 'rust-analyzer' in official toolchain \
+             'stable'.\n\
+             lsp: d-missing: not found: `{bin}/nothing` is not on PATH\n\
+             lsp: e-off: off (`enabled = false`)\n"
+        )
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_never_reports_leaves_the_file_still_checking() {
     let s = setup_with("slow", |s| s.wait_ms = 300, PermissionMode::FullAccess);
