@@ -4,7 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::json;
@@ -13,7 +14,7 @@ use vak_tool_core::{ToolContext, human};
 
 use crate::client::{Published, settle};
 use crate::launch::Launcher;
-use crate::render::{FileReport, Outcome, Report, is_error};
+use crate::render::{FileReport, Key, Outcome, Report, is_error, key, render};
 use crate::server::{Got, Running, Servers, Start, wait_for};
 use crate::settings::{LspSettings, Server, language_id};
 use crate::uri;
@@ -37,7 +38,77 @@ struct Sent {
     seq: u64,
     /// Whether we sent the content (otherwise the last diagnostics of this version do).
     resent: bool,
+    role: Role,
 }
+
+/// Why a file was sent.
+enum Role {
+    /// It was asked about (changed, or given to `diagnostics`); `had` is what its last report
+    /// said before a change, so that only what the change introduced is listed.
+    Asked { had: Option<Vec<Key>> },
+    /// It depends on a changed file: only its new errors are listed (all of them when it is
+    /// checked for the first time).
+    Dependent {
+        had: HashSet<(u32, u32, String)>,
+        first_check: bool,
+    },
+}
+
+impl Sent {
+    /// Whether `published` is for this version of the document.
+    fn fresh(&self, published: &Option<Published>) -> bool {
+        match published {
+            Some(p) => match p.version {
+                Some(version) => version == self.version,
+                None => !self.resent || p.seq > self.seq,
+            },
+            None => false,
+        }
+    }
+
+    /// An unversioned server that has published since the change (for another file) and had
+    /// said something about this one before: it may have nothing new to say.
+    fn maybe_unchanged(&self) -> bool {
+        let client = &self.running.client;
+        !client.versioned() && client.seq() > self.seq && client.published(&self.uri).is_some()
+    }
+
+    /// What the result says of it, given what the server reported.
+    fn report(&self, outcome: Outcome) -> Option<FileReport> {
+        match (&self.role, outcome) {
+            (Role::Asked { had }, outcome) => Some(FileReport {
+                path: self.path.clone(),
+                server: self.server.clone(),
+                outcome,
+                broken: false,
+                had: had.clone(),
+                first_check: false,
+            }),
+            (Role::Dependent { had, first_check }, Outcome::Fresh(diagnostics, total)) => {
+                let published = Published {
+                    version: None,
+                    diagnostics,
+                    total,
+                    seq: 0,
+                };
+                let new = new_errors(&published, Some(had));
+                (!new.is_empty()).then(|| FileReport {
+                    path: self.path.clone(),
+                    server: self.server.clone(),
+                    outcome: Outcome::Fresh(new.clone(), new.len()),
+                    broken: true,
+                    had: None,
+                    first_check: *first_check,
+                })
+            }
+            (Role::Dependent { .. }, Outcome::StillChecking { .. }) => None,
+        }
+    }
+}
+
+/// A server a change was sent to: its connection, its settings, its root, and the changed
+/// paths.
+type Used<'a> = (Arc<Running>, &'a Server, PathBuf, Vec<PathBuf>);
 
 /// The error keys of every other document, per server, before the change.
 type Before = HashMap<String, HashSet<(u32, u32, String)>>;
@@ -55,6 +126,172 @@ fn error_keys(published: &Published) -> HashSet<(u32, u32, String)> {
             )
         })
         .collect()
+}
+
+/// The errors of `published` that were not in `old`.
+fn new_errors(
+    published: &Published,
+    old: Option<&HashSet<(u32, u32, String)>>,
+) -> Vec<lsp_types::Diagnostic> {
+    published
+        .diagnostics
+        .iter()
+        .filter(|d| is_error(d))
+        .filter(|d| {
+            !old.is_some_and(|old| {
+                old.contains(&(
+                    d.range.start.line,
+                    d.range.start.character,
+                    d.message.clone(),
+                ))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// What a report said, position aside (a problem that moved with an edit is not new).
+fn had_keys(published: &Published) -> Vec<Key> {
+    published.diagnostics.iter().map(key).collect()
+}
+
+/// The most files a change sends again because they depend on it.
+const MAX_DEPENDENTS: usize = 16;
+/// The most files looked at when searching the project for importers of a changed file.
+const MAX_SCANNED: usize = 5000;
+/// The largest file read when searching for importers.
+const MAX_SCANNED_BYTES: u64 = 512 * 1024;
+/// The most files kept for the session's next result.
+const MAX_LATE: usize = 256;
+
+/// Files still being checked when a result ended: the session's next result starts with what
+/// their servers said since.
+#[derive(Default)]
+struct Late(Mutex<Vec<Sent>>);
+
+/// The names under which a file is imported: its stem, and for a package's `__init__`,
+/// `index` or `mod` file, its folder's name.
+fn stems(paths: &[PathBuf]) -> Vec<String> {
+    let mut stems = Vec::new();
+    for path in paths {
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if matches!(stem, "__init__" | "index" | "mod" | "lib")
+            && let Some(folder) = path
+                .parent()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str())
+        {
+            stems.push(folder.to_owned());
+        }
+        stems.push(stem.to_owned());
+    }
+    stems.sort();
+    stems.dedup();
+    stems
+}
+
+/// Whether `text` imports one of `stems`: a line naming it as a word, with an import keyword.
+fn imports(text: &str, stems: &[String]) -> bool {
+    const KEYWORDS: [&str; 6] = ["import", "include", "require", "from", "use ", "mod "];
+    text.lines().any(|line| {
+        KEYWORDS.iter().any(|k| line.contains(k))
+            && stems.iter().any(|stem| {
+                line.match_indices(stem.as_str()).any(|(at, _)| {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + stem.len()..].chars().next();
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(before) && !word(after)
+                })
+            })
+    })
+}
+
+/// The search for the files that depend on a change.
+struct Scan {
+    /// The other documents open in the server.
+    open: HashMap<String, Arc<str>>,
+    stems: Vec<String>,
+    root: PathBuf,
+    extensions: Vec<String>,
+    workspace: PathBuf,
+    limit: u64,
+}
+
+impl Scan {
+    /// The open documents that import a changed file, then the project's files that do (at
+    /// most [`MAX_DEPENDENTS`] in all), each with its text and whether it was open.
+    fn dependents(self) -> Vec<(PathBuf, Arc<str>, bool)> {
+        let mut found: Vec<(PathBuf, Arc<str>, bool)> = Vec::new();
+        let mut open: Vec<(&String, &Arc<str>)> = self.open.iter().collect();
+        open.sort();
+        for (uri, text) in open {
+            if found.len() >= MAX_DEPENDENTS {
+                return found;
+            }
+            if imports(text, &self.stems)
+                && let Some(path) = uri::to_path(uri)
+            {
+                found.push((path, Arc::clone(text), true));
+            }
+        }
+        if !self.root.starts_with(&self.workspace) {
+            return found;
+        }
+        let mut folders = vec![self.root.clone()];
+        let mut looked = 0usize;
+        while let Some(folder) = folders.pop() {
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+            entries.sort_by_key(std::fs::DirEntry::file_name);
+            for entry in entries {
+                looked += 1;
+                if looked > MAX_SCANNED || found.len() >= MAX_DEPENDENTS {
+                    return found;
+                }
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if kind.is_dir() {
+                    let skipped = name.starts_with('.')
+                        || matches!(
+                            &*name,
+                            "node_modules" | "target" | "__pycache__" | "venv" | "build" | "dist"
+                        );
+                    if !skipped {
+                        folders.push(path);
+                    }
+                    continue;
+                }
+                let served = path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| self.extensions.iter().any(|x| x == e));
+                if !kind.is_file() || !served || self.open.contains_key(&uri::of(&path)) {
+                    continue;
+                }
+                if entry.metadata().map_or(true, |m| m.len() > self.limit) {
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(&path) else {
+                    continue;
+                };
+                let Ok(text) = String::from_utf8(bytes) else {
+                    continue;
+                };
+                if imports(&text, &self.stems) {
+                    found.push((path, Arc::from(text), false));
+                }
+            }
+        }
+        found
+    }
 }
 
 impl Lsp {
@@ -99,9 +336,84 @@ impl Lsp {
         workspace.to_path_buf()
     }
 
+    /// A ready server for `path` (the first whose extensions name it), with the file's current
+    /// content open in it: what a navigation request needs. `Err` says why there is none, in a
+    /// sentence for the model.
+    pub(crate) async fn ready_for(
+        &self,
+        path: &Path,
+        ctx: &ToolContext,
+        deadline: Instant,
+    ) -> Result<(Arc<Running>, String), String> {
+        let matching = self.servers_for(path);
+        let Some(server) = matching.first() else {
+            let names: Vec<String> = self
+                .servers
+                .iter()
+                .map(|s| format!("{} ({})", s.name, s.settings.extensions.join(", ")))
+                .collect();
+            return Err(if names.is_empty() {
+                "no language server is configured or found on PATH: use `grep` to find the \
+                 symbol instead"
+                    .into()
+            } else {
+                format!(
+                    "no language server handles `{}`: the servers here are {}",
+                    ctx.display_path(path),
+                    names.join("; ")
+                )
+            });
+        };
+        let text = read_text(path, self.settings.max_file_bytes)
+            .await
+            .map_err(|why| {
+                format!(
+                    "`{}` cannot be sent to {}: {why}",
+                    ctx.display_path(path),
+                    server.name
+                )
+            })?;
+        let grace = Duration::from_millis(self.settings.shutdown_ms);
+        let root = self.root(path, server, ctx);
+        let slot = ctx
+            .session()
+            .state::<Servers>()
+            .slot(&root, &server.name, grace);
+        let running = match slot
+            .get(server, &root, ctx, &self.launcher, &self.settings)
+            .await
+        {
+            Got::None(why) => return Err(format!("{}: {why}", server.name)),
+            Got::Server(running, _) => running,
+        };
+        match running.ready(deadline).await {
+            Start::Ready => {}
+            Start::Starting => {
+                return Err(format!(
+                    "{} was still starting: try again in a moment",
+                    server.name
+                ));
+            }
+            Start::Failed(why) => return Err(format!("{}: stopped: it {why}", server.name)),
+        }
+        let uri = uri::of(path);
+        let language = server.settings.language_id.clone().unwrap_or_else(|| {
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            language_id(extension).to_owned()
+        });
+        send(&running, &uri, &language, &Arc::from(text), false, deadline)
+            .await
+            .map_err(|why| format!("{}: stopped: it {why}", server.name))?;
+        Ok((running, server.name.clone()))
+    }
+
     /// Checks `paths`: sends their content (always when `changed`; otherwise only when the
-    /// server has not seen this content) and waits for their diagnostics until the deadline.
-    /// With `changed`, other open files that gained errors are reported too.
+    /// server has not seen this content, or its last report on it is older than the server's
+    /// last change) and waits for their diagnostics until the deadline. With `changed`, the
+    /// files that depend on the change (open in the server and importing it, or importing it
+    /// from the project) are sent too and their new errors reported, and so are the new errors
+    /// of every other open file the server reports on before the deadline. What is still
+    /// pending at the deadline is kept for the session's next result ([`Lsp::since`]).
     pub(crate) async fn check(
         &self,
         paths: &[PathBuf],
@@ -121,6 +433,8 @@ impl Lsp {
         };
         let mut sent: Vec<Sent> = Vec::new();
         let mut before: HashMap<usize, (Arc<Running>, u64, Before)> = HashMap::new();
+        // Per server used: its settings, its root, and the changed paths sent to it.
+        let mut used: HashMap<usize, Used<'_>> = HashMap::new();
         for path in paths {
             let matching = self.servers_for(path);
             if matching.is_empty() {
@@ -144,7 +458,7 @@ impl Lsp {
                     .await
                 {
                     Got::None(why) => {
-                        note(&mut report, format!("{}: {why}", server.name));
+                        note(&mut report, format!("error: {}: {why}", server.name));
                         continue;
                     }
                     Got::Server(running, restarted) => {
@@ -164,11 +478,17 @@ impl Lsp {
                                 why: format!("was still starting after {}", human::duration(wait)),
                             },
                             broken: false,
+                            had: None,
+                            first_check: false,
                         });
                         continue;
                     }
                     Start::Failed(why) => {
-                        note(&mut report, format!("{}: stopped: it {why}", server.name));
+                        let why = running.cause(why).await;
+                        note(
+                            &mut report,
+                            format!("error: {}: stopped: it {why}", server.name),
+                        );
                         continue;
                     }
                 }
@@ -183,11 +503,19 @@ impl Lsp {
                         .collect();
                     before.insert(key, (Arc::clone(&running), seq, keys));
                 }
+                if changed {
+                    used.entry(key)
+                        .or_insert_with(|| (Arc::clone(&running), server, root.clone(), Vec::new()))
+                        .3
+                        .push(path.clone());
+                }
                 let uri = uri::of(path);
-                let language = server.settings.language_id.clone().unwrap_or_else(|| {
-                    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-                    language_id(extension).to_owned()
-                });
+                let language = self.language(server, path);
+                let had = if changed {
+                    running.client.published(&uri).map(|p| had_keys(&p))
+                } else {
+                    None
+                };
                 match send(&running, &uri, &language, &text, changed, deadline).await {
                     Ok((version, seq, resent)) => sent.push(Sent {
                         path: path.clone(),
@@ -197,82 +525,106 @@ impl Lsp {
                         version,
                         seq,
                         resent,
+                        role: Role::Asked { had },
                     }),
-                    Err(why) => note(&mut report, format!("{}: stopped: it {why}", server.name)),
+                    Err(why) => {
+                        let why = running.cause(why).await;
+                        note(
+                            &mut report,
+                            format!("error: {}: stopped: it {why}", server.name),
+                        );
+                    }
                 }
             }
         }
-        let debounce = Duration::from_millis(self.settings.debounce_ms);
-        let quiet = Duration::from_millis(self.settings.quiet_ms);
-        for item in &sent {
-            let client = &item.running.client;
-            let fresh = |published: &Option<Published>| match published {
-                Some(p) => match p.version {
-                    Some(version) => version == item.version,
-                    None => !item.resent || p.seq > item.seq,
-                },
-                None => false,
+        // The files that depend on the change, sent again (or opened) so that the server
+        // reports on them for this very version of the project.
+        let ours: HashSet<String> = sent.iter().map(|s| s.uri.clone()).collect();
+        for (key, (running, server, root, changed_paths)) in &used {
+            let open: HashMap<String, Arc<str>> = running
+                .open
+                .lock()
+                .await
+                .iter()
+                .filter(|(uri, _)| !ours.contains(*uri))
+                .map(|(uri, (_, text))| (uri.clone(), Arc::clone(text)))
+                .collect();
+            let scan = Scan {
+                open,
+                stems: stems(changed_paths),
+                root: root.clone(),
+                extensions: server.settings.extensions.clone(),
+                workspace: ctx.workspace().to_path_buf(),
+                limit: self.settings.max_file_bytes.min(MAX_SCANNED_BYTES),
             };
-            // An unversioned server that has published since the change (for another file)
-            // and had said something about this one before: it may have nothing new to say.
-            let maybe_unchanged = || {
-                !client.versioned()
-                    && client.seq() > item.seq
-                    && client.published(&item.uri).is_some()
-            };
-            wait_for(&item.running, deadline, || {
-                fresh(&client.published(&item.uri)) || client.dead().is_some() || maybe_unchanged()
-            })
-            .await;
-            let mut outcome = None;
-            if client.dead().is_none() {
-                let mut watch = client.watch();
-                if fresh(&client.published(&item.uri)) {
-                    let wait = if client.versioned() { debounce } else { quiet };
-                    settle(&mut watch, wait, deadline).await;
-                } else if maybe_unchanged() {
-                    settle(&mut watch, quiet, deadline).await;
-                    if Instant::now() < deadline
-                        && let Some(p) = client.published(&item.uri)
-                    {
-                        outcome = Some(Outcome::Fresh(p.diagnostics, p.total));
-                    }
+            let found = tokio::task::spawn_blocking(move || scan.dependents())
+                .await
+                .unwrap_or_default();
+            let known = before.get(key).map(|(_, _, keys)| keys);
+            for (path, text, was_open) in found {
+                let uri = uri::of(&path);
+                let language = self.language(server, &path);
+                let had = if was_open {
+                    known.and_then(|keys| keys.get(&uri).cloned())
+                } else {
+                    None
+                };
+                if let Ok((version, seq, resent)) =
+                    send(running, &uri, &language, &text, true, deadline).await
+                {
+                    sent.push(Sent {
+                        path,
+                        uri,
+                        server: server.name.clone(),
+                        running: Arc::clone(running),
+                        version,
+                        seq,
+                        resent,
+                        role: Role::Dependent {
+                            had: had.unwrap_or_default(),
+                            first_check: !was_open,
+                        },
+                    });
                 }
             }
-            let outcome = match (outcome, client.published(&item.uri)) {
-                (Some(outcome), _) => outcome,
-                (None, Some(p)) if fresh(&Some(p.clone())) => {
-                    Outcome::Fresh(p.diagnostics, p.total)
+        }
+        let mut late = Vec::new();
+        for item in sent {
+            self.settle(&item, deadline).await;
+            match self.outcome(&item, wait) {
+                Err(why) => {
+                    let why = item.running.cause(why).await;
+                    note(
+                        &mut report,
+                        format!("error: {}: stopped: it {why}", item.server),
+                    );
                 }
-                _ => {
-                    if let Some(why) = client.dead() {
-                        note(&mut report, format!("{}: stopped: it {why}", item.server));
-                        continue;
+                Ok(Outcome::StillChecking { why }) => {
+                    if matches!(item.role, Role::Asked { .. }) {
+                        report.files.push(FileReport {
+                            path: item.path.clone(),
+                            server: item.server.clone(),
+                            outcome: Outcome::StillChecking { why },
+                            broken: false,
+                            had: None,
+                            first_check: false,
+                        });
                     }
-                    Outcome::StillChecking {
-                        why: if client.busy() {
-                            format!("was still indexing after {}", human::duration(wait))
-                        } else {
-                            format!(
-                                "had not reported on this version after {}",
-                                human::duration(wait)
-                            )
-                        },
-                    }
+                    late.push(item);
                 }
-            };
-            report.files.push(FileReport {
-                path: item.path.clone(),
-                server: item.server.clone(),
-                outcome,
-                broken: false,
-            });
+                Ok(outcome) => report.files.extend(item.report(outcome)),
+            }
         }
         if changed {
-            let ours: HashSet<&str> = sent.iter().map(|s| s.uri.as_str()).collect();
+            let sent: HashSet<PathBuf> = report
+                .files
+                .iter()
+                .map(|f| f.path.clone())
+                .chain(late.iter().map(|l| l.path.clone()))
+                .collect();
             let mut names: HashMap<usize, &str> = HashMap::new();
-            for item in &sent {
-                names.insert(Arc::as_ptr(&item.running) as usize, &item.server);
+            for (key, (_, server, _, _)) in &used {
+                names.insert(*key, &server.name);
             }
             for (key, (running, seq, keys)) in &before {
                 let server = names.get(key).copied().unwrap_or("server");
@@ -285,25 +637,13 @@ impl Lsp {
                     {
                         continue;
                     }
-                    let old = keys.get(&uri);
-                    let new: Vec<_> = published
-                        .diagnostics
-                        .iter()
-                        .filter(|d| is_error(d))
-                        .filter(|d| {
-                            !old.is_some_and(|old| {
-                                old.contains(&(
-                                    d.range.start.line,
-                                    d.range.start.character,
-                                    d.message.clone(),
-                                ))
-                            })
-                        })
-                        .cloned()
-                        .collect();
                     let Some(path) = uri::to_path(&uri) else {
                         continue;
                     };
+                    if sent.contains(&path) {
+                        continue;
+                    }
+                    let new = new_errors(&published, keys.get(&uri));
                     if !new.is_empty() {
                         let total = new.len();
                         broken.push(FileReport {
@@ -311,6 +651,8 @@ impl Lsp {
                             server: server.to_owned(),
                             outcome: Outcome::Fresh(new, total),
                             broken: true,
+                            had: None,
+                            first_check: false,
                         });
                     }
                 }
@@ -318,47 +660,131 @@ impl Lsp {
                 report.files.extend(broken);
             }
         }
+        let state = ctx.session().state::<Late>();
+        let mut pending = state.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let uris: HashSet<&str> = late.iter().map(|l| l.uri.as_str()).collect();
+        pending.retain(|p| !uris.contains(p.uri.as_str()) && !ours.contains(&p.uri));
+        pending.extend(late);
+        let excess = pending.len().saturating_sub(MAX_LATE);
+        pending.drain(..excess);
         report
     }
 
-    /// The last diagnostics of every file open in this session's servers.
+    /// The diagnostics that arrived since the last result for files that were still being
+    /// checked then: the section that starts the session's next result, or `None`.
+    pub(crate) fn since(&self, ctx: &ToolContext) -> Option<String> {
+        let state = ctx.session().state::<Late>();
+        let pending = std::mem::take(&mut *state.0.lock().unwrap_or_else(PoisonError::into_inner));
+        if pending.is_empty() {
+            return None;
+        }
+        let wait = Duration::from_millis(self.settings.wait_ms);
+        let mut report = Report::default();
+        let mut still = Vec::new();
+        for item in pending {
+            match self.outcome(&item, wait) {
+                Ok(Outcome::StillChecking { .. }) => still.push(item),
+                Ok(outcome) => report.files.extend(item.report(outcome)),
+                Err(_) => {}
+            }
+        }
+        state
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(still);
+        if report.files.is_empty() {
+            return None;
+        }
+        render(&report, ctx, self.settings.max_per_file)
+            .map(|text| text.replacen("Diagnostics:", "Diagnostics since your last call:", 1))
+    }
+
+    fn language(&self, server: &Server, path: &Path) -> String {
+        server.settings.language_id.clone().unwrap_or_else(|| {
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            language_id(extension).to_owned()
+        })
+    }
+
+    /// Waits until the server has reported on `item`'s version (or stopped, or the deadline),
+    /// then for its reports to settle.
+    async fn settle(&self, item: &Sent, deadline: Instant) {
+        let client = &item.running.client;
+        let debounce = Duration::from_millis(self.settings.debounce_ms);
+        let quiet = Duration::from_millis(self.settings.quiet_ms);
+        wait_for(&item.running, deadline, || {
+            item.fresh(&client.published(&item.uri))
+                || client.dead().is_some()
+                || item.maybe_unchanged()
+        })
+        .await;
+        if client.dead().is_none() {
+            let mut watch = client.watch();
+            if item.fresh(&client.published(&item.uri)) {
+                let wait = if client.versioned() { debounce } else { quiet };
+                settle(&mut watch, wait, deadline).await;
+            } else if item.maybe_unchanged() {
+                settle(&mut watch, quiet, deadline).await;
+            }
+        }
+    }
+
+    /// What is known of `item` now: its diagnostics, still checking, or `Err` why the server
+    /// stopped.
+    fn outcome(&self, item: &Sent, wait: Duration) -> Result<Outcome, String> {
+        let client = &item.running.client;
+        match client.published(&item.uri) {
+            Some(p) if item.fresh(&Some(p.clone())) || item.maybe_unchanged() => {
+                Ok(Outcome::Fresh(p.diagnostics, p.total))
+            }
+            _ => {
+                if let Some(why) = client.dead() {
+                    return Err(why);
+                }
+                Ok(Outcome::StillChecking {
+                    why: if client.busy() {
+                        format!("was still indexing after {}", human::duration(wait))
+                    } else {
+                        format!(
+                            "had not reported on this version after {}",
+                            human::duration(wait)
+                        )
+                    },
+                })
+            }
+        }
+    }
+
+    /// The last diagnostics of every file open in this session's servers, none older than
+    /// the last change sent to its server (a stale one is asked again, as `check` does).
     pub(crate) async fn open_files(&self, ctx: &ToolContext) -> Report {
         let servers = ctx.session().state::<Servers>();
         let mut report = Report::default();
+        let mut paths: Vec<PathBuf> = Vec::new();
         for (_, name, slot) in servers.slots() {
             let Some(running) = slot.current().await else {
                 continue;
             };
             if let Some(why) = running.dead() {
-                report.notes.push(format!("{name}: stopped: it {why}"));
+                let why = running.cause(why).await;
+                report
+                    .notes
+                    .push(format!("error: {name}: stopped: it {why}"));
                 continue;
             }
             let open = running.open.lock().await;
-            let mut files: Vec<(PathBuf, i32, String)> = open
-                .iter()
-                .filter_map(|(uri, (version, _))| {
-                    uri::to_path(uri).map(|path| (path, *version, uri.clone()))
-                })
-                .collect();
-            files.sort();
-            for (path, version, uri) in files {
-                let outcome = match running.client.published(&uri) {
-                    Some(p) if p.version.is_none_or(|v| v == version) => {
-                        Outcome::Fresh(p.diagnostics, p.total)
-                    }
-                    _ => Outcome::StillChecking {
-                        why: "has not reported on its last version yet".into(),
-                    },
-                };
-                report.files.push(FileReport {
-                    path,
-                    server: name.clone(),
-                    outcome,
-                    broken: false,
-                });
-            }
+            paths.extend(open.keys().filter_map(|uri| uri::to_path(uri)));
         }
-        report
+        paths.sort();
+        paths.dedup();
+        paths.retain(|path| path.is_file());
+        if paths.is_empty() {
+            return report;
+        }
+        let mut checked = self.check(&paths, ctx, false).await;
+        checked.notes.extend(report.notes);
+        checked
     }
 }
 
@@ -376,9 +802,17 @@ async fn send(
     let mut open = running.open.lock().await;
     let seq = running.client.seq();
     let client = &running.client;
+    // A report older than the server's last change may be out of date even for this very
+    // version: the change can break a file that imports it.
+    let stale = client
+        .published(uri)
+        .is_some_and(|p| p.seq <= running.last_change.load(Ordering::Relaxed));
     match open.get(uri).cloned() {
-        Some((version, old)) if !changed && old == *text => Ok((version, seq, false)),
-        Some((version, _)) => {
+        Some((version, old)) if !changed && old == *text && !stale => Ok((version, seq, false)),
+        Some((version, old)) => {
+            if changed || old != *text {
+                running.last_change.store(seq, Ordering::Relaxed);
+            }
             let version = version.saturating_add(1);
             open.insert(uri.to_owned(), (version, Arc::clone(text)));
             client
@@ -401,6 +835,9 @@ async fn send(
             Ok((version, seq, true))
         }
         None => {
+            if changed {
+                running.last_change.store(seq, Ordering::Relaxed);
+            }
             open.insert(uri.to_owned(), (1, Arc::clone(text)));
             client
                 .notify(

@@ -13,7 +13,7 @@ pub(crate) const MAX_HEADER_BYTES: u64 = 8 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FrameError {
     /// The server closed its output (it exited, or will).
-    #[error("closed its output (it exited)")]
+    #[error("closed its output")]
     Closed,
     /// The header block is not `Content-Length: N` lines ending in a blank line.
     #[error("sent a malformed frame ({0})")]

@@ -19,7 +19,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use vak_sandbox::env::EnvPolicy;
 use vak_sandbox::{Confined, ConfinedSetup, Limits};
 use vak_tool_core::{PermissionMode, ToolContext};
@@ -75,8 +80,9 @@ impl Launcher {
 
 /// A started server's process: as the user with its process group, or confined.
 pub(crate) enum Process {
-    /// `full-access`: the child and its process group (its pid).
-    Direct(Child, Option<i32>),
+    /// `full-access`: the child, its process group (its pid), and the tail of its standard
+    /// error.
+    Direct(Child, Option<i32>, Tail),
     /// `read-only` and `workspace-write`.
     Confined(Box<Confined>),
 }
@@ -85,7 +91,7 @@ impl Process {
     /// Kills it and everything it started; does not wait.
     pub(crate) fn start_kill(&mut self) {
         match self {
-            Process::Direct(child, group) => {
+            Process::Direct(child, group, _) => {
                 kill_group(*group);
                 let _ = child.start_kill();
             }
@@ -96,7 +102,7 @@ impl Process {
     /// Waits for its end.
     pub(crate) async fn wait(&mut self) {
         let _ = match self {
-            Process::Direct(child, _) => child.wait().await,
+            Process::Direct(child, ..) => child.wait().await,
             Process::Confined(confined) => confined.wait().await,
         };
     }
@@ -109,16 +115,50 @@ impl Process {
         }
     }
 
-    /// The last line of its standard error (confined servers only: a direct one's goes
-    /// nowhere), bounded.
-    pub(crate) fn last_error_line(&self) -> Option<String> {
-        let Process::Confined(confined) = self else {
-            return None;
+    /// The first line of its standard error that reads as an error (`error…`, `fatal…`, a
+    /// panic), otherwise its last `n` non-empty lines joined with ` / `, each bounded.
+    pub(crate) fn last_error_lines(&self, n: usize) -> Option<String> {
+        let tail = match self {
+            Process::Direct(_, _, tail) => {
+                String::from_utf8_lossy(&tail.lock().unwrap_or_else(PoisonError::into_inner))
+                    .into_owned()
+            }
+            Process::Confined(confined) => confined.stderr_tail(),
         };
-        let tail = confined.stderr_tail();
-        let line = tail.lines().rev().find(|line| !line.trim().is_empty())?;
-        let line: String = line.trim().chars().take(300).collect();
-        Some(line)
+        // An error line says more than a backtrace after it (rustup's shim prints both).
+        let keyed = tail.lines().find(|line| {
+            let lower = line.trim_start().to_lowercase();
+            lower.starts_with("error") || lower.starts_with("fatal") || lower.contains("panicked")
+        });
+        if let Some(line) = keyed {
+            return Some(line.trim().chars().take(300).collect());
+        }
+        let mut lines: Vec<String> = tail
+            .lines()
+            .rev()
+            .filter(|line| !line.trim().is_empty())
+            .take(n)
+            .map(|line| line.trim().chars().take(300).collect())
+            .collect();
+        lines.reverse();
+        (!lines.is_empty()).then(|| lines.join(" / "))
+    }
+
+    /// How it ended, when it has (given `within` to end); a confined one's status is not
+    /// known (the sandbox helper reports its own).
+    pub(crate) async fn exit_status(&mut self, within: Duration) -> Option<ExitStatus> {
+        match self {
+            Process::Direct(child, ..) => match child.try_wait() {
+                Ok(Some(status)) => Some(status),
+                _ => tokio::time::timeout(within, child.wait()).await.ok()?.ok(),
+            },
+            Process::Confined(confined) => {
+                // The helper's status is its own, not the server's: it is only waited for, so
+                // that the server's last error output is all in.
+                let _ = tokio::time::timeout(within, confined.wait()).await;
+                None
+            }
+        }
     }
 }
 
@@ -126,7 +166,7 @@ impl Drop for Process {
     fn drop(&mut self) {
         // A child is killed on drop (`kill_on_drop`), a confined one with its namespace; what
         // a direct one started in its group goes too.
-        if let Process::Direct(_, group) = self {
+        if let Process::Direct(_, group, _) = self {
             kill_group(*group);
         }
     }
@@ -173,7 +213,7 @@ pub(crate) fn launch(
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|error| {
@@ -186,8 +226,12 @@ pub(crate) fn launch(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err("not started: its pipes could not be made".into());
     };
+    let tail = Tail::default();
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(keep_tail(stderr, Arc::clone(&tail)));
+    }
     Ok(Launched {
-        process: Process::Direct(child, group),
+        process: Process::Direct(child, group, tail),
         stdin,
         stdout,
     })
@@ -240,6 +284,28 @@ fn launch_confined(
         stdin,
         stdout,
     })
+}
+
+/// The last bytes a server wrote to its standard error.
+pub(crate) type Tail = Arc<Mutex<Vec<u8>>>;
+
+/// How much of a server's standard error is kept.
+const TAIL_BYTES: usize = 4096;
+
+/// Reads a server's standard error to its end, keeping the last [`TAIL_BYTES`].
+async fn keep_tail(mut stderr: ChildStderr, tail: Tail) {
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stderr.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let mut kept = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                kept.extend_from_slice(&buffer[..n]);
+                let excess = kept.len().saturating_sub(TAIL_BYTES);
+                kept.drain(..excess);
+            }
+        }
+    }
 }
 
 /// Kills a server's whole process group (best effort: it may be gone already).

@@ -15,14 +15,24 @@
 //! sends each changed file to its servers (`didOpen`, or `didChange` and `didSave`), waits up
 //! to `[lsp] wait_ms` for diagnostics of that very version (debounced), and returns a short
 //! section: errors first, then warnings, `path:line:col: severity [source code]: message`, at
-//! most `max_per_file` per file with a count of the rest, then the new errors of other open
-//! files the change broke. At the deadline a file the server has not reported on says "still
-//! checking". Diagnostics never make a change an error: the change happened.
+//! most `max_per_file` per file with a count of the rest (only what the change introduced is
+//! listed; what the file already had is counted), then the new errors of the files that depend
+//! on it: the ones open in the server and the project's files that import it, sent again so
+//! that the server reports on this very version of the project. At the deadline a file the
+//! server has not reported on says "still checking", and what the server says later starts the
+//! session's next result ("Diagnostics since your last call:"). `diagnostics` never answers
+//! from a report older than the last change sent to the server. Diagnostics never make a
+//! change an error: the change happened.
+//!
+//! The `code` tool asks the same servers to navigate (`navigate`): definition, type definition,
+//! implementation, references, hover, the file's outline, the project's symbols, incoming and
+//! outgoing calls, a position named by `path`, `line` and the `symbol` text on that line.
 //!
 //! Modules: `framing` (the bounded `Content-Length` framing), `client` (one connection: requests,
 //! the server's requests, published diagnostics), `launch` (the one place a server process is
 //! started), `server` (the session's servers: start, restart, disable, stop), `check` (send and
-//! wait), `render` (the section), `settings` (`[lsp]`).
+//! wait), `render` (the section), `navigate` (`code`), `doctor` (`vak-tools doctor`'s
+//! lines), `settings` (`[lsp]`).
 //!
 //! Hostile servers are bounded: a server that never answers `initialize` counts as stopped after
 //! `start_timeout_ms` (the file tool never waits past `wait_ms`); a message over
@@ -33,8 +43,10 @@
 
 mod check;
 mod client;
+mod doctor;
 mod framing;
 mod launch;
+mod navigate;
 mod render;
 mod server;
 mod settings;
@@ -51,13 +63,15 @@ use vak_tool_core::{
 };
 
 use crate::check::Lsp;
+pub use crate::doctor::doctor;
 pub use crate::launch::Confinement;
 use crate::launch::Launcher;
+pub use crate::navigate::{CodeArgs, Op};
 use crate::render::render;
 pub use crate::settings::{LspSettings, ServerSettings};
 pub use vak_sandbox::env::EnvPolicy;
 
-/// Adds `diagnostics` to a registry and installs the observer that appends diagnostics to the
+/// Adds `diagnostics` and `code` to a registry and installs the observer that appends diagnostics to the
 /// results of the file tools, with the servers of `settings` (the built-in ones looked up on
 /// the process's `PATH` now). `mode` decides how servers run: as the user in `full-access`,
 /// otherwise inside `bash`'s sandbox (see the `launch` module), with the helper found as
@@ -86,7 +100,8 @@ pub fn register_confined(
     if !lsp.servers.is_empty() {
         registry.add_change_observer(Arc::new(Observer(Arc::clone(&lsp))));
     }
-    registry.register(Diagnostics(lsp));
+    registry.register(Diagnostics(Arc::clone(&lsp)));
+    registry.register(Code(lsp));
 }
 
 /// The observer of changed files.
@@ -102,12 +117,22 @@ impl ChangeObserver for Observer {
             if !paths.iter().any(|path| self.0.serves(path)) {
                 return None;
             }
+            let since = self.0.since(ctx);
             let report = tokio::select! {
                 report = self.0.check(paths, ctx, true) => report,
-                () = ctx.cancel().cancelled() => return None,
+                () = ctx.cancel().cancelled() => return since,
             };
-            render(&report, ctx, self.0.settings.max_per_file)
+            let now = render(&report, ctx, self.0.settings.max_per_file);
+            join(since, now)
         })
+    }
+}
+
+/// Two optional sections, one after the other.
+fn join(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+        (first, second) => first.or(second),
     }
 }
 
@@ -188,6 +213,7 @@ impl Tool for Diagnostics {
                  diagnostics. Build or run the project's checker with `bash` instead.",
             ));
         }
+        let since = lsp.since(ctx);
         let report = match &args.path {
             Some(given) => {
                 let path = ctx.resolve_path(given)?;
@@ -212,21 +238,90 @@ impl Tool for Diagnostics {
                         names.join("; ")
                     )));
                 }
-                tokio::select! {
+                let report = tokio::select! {
                     report = lsp.check(std::slice::from_ref(&path), ctx, false) => report,
                     () = ctx.cancel().cancelled() => {
                         return Err(ToolError::new("cancelled before the diagnostics arrived"));
                     }
+                };
+                // No server could answer: an error, with each one's cause.
+                if report.files.is_empty() && !report.notes.is_empty() {
+                    let text = render(&report, ctx, lsp.settings.max_per_file).unwrap_or_default();
+                    return Err(ToolError::new(format!(
+                        "{}\nNo diagnostics for `{given}`: fix the server (`vak-tools doctor` \
+                         lists the configured servers), or run the project's checker with `bash`.",
+                        join(since, Some(text)).unwrap_or_default()
+                    )));
                 }
+                report
             }
             None => lsp.open_files(ctx).await,
         };
+        let text = render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
+            "No file is open in a language server yet: give `path`, or change a file with \
+             `edit` or `write`."
+                .into()
+        });
         Ok(ToolOutput::text(
-            render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
-                "No file is open in a language server yet: give `path`, or change a file with \
-                 `edit` or `write`."
-                    .into()
-            }),
+            join(since, Some(text)).unwrap_or_default(),
         ))
+    }
+}
+
+/// The `code` tool: navigation by the language servers.
+struct Code(Arc<Lsp>);
+
+impl Tool for Code {
+    type Args = CodeArgs;
+
+    fn name(&self) -> &str {
+        "code"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Code navigation from the project's language servers (those of `diagnostics`), \
+             instead of grepping and reading whole files. `op` is one of `definition`, \
+             `type_definition`, `implementation`, `references`, `hover`, `incoming_calls`, \
+             `outgoing_calls` (each needs `path`, the 1-based `line` and the `symbol` text as it \
+             appears on that line; when it appears twice there, give more of the line starting \
+             with it), `document_symbols` (the outline of `path`) or `workspace_symbols` (names \
+             matching `query`, in the project of `path`). Results are `path:line:col: the line's \
+             text`, grouped by file, at most {max} listed and the rest counted. A server that \
+             starts cold may take a while on the first call.",
+            max = navigate::MAX_SHOWN,
+        )
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::ReadFs]
+    }
+
+    /// On the floor with `diagnostics`: navigation is orientation.
+    fn floor(&self) -> bool {
+        let settings = &self.0.settings;
+        settings.enabled && (settings.defaults || settings.servers.values().any(|s| s.enabled))
+    }
+
+    fn claims(&self, _args: &CodeArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        // The answer reads the project as it is: ordered after every change in the workspace.
+        vak_tool_core::Claims::none().read_tree(ctx.workspace())
+    }
+
+    fn claims_rule(&self) -> String {
+        "reads the whole workspace (the server's answer depends on every file)".to_owned()
+    }
+
+    async fn run(&self, args: CodeArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let answer = tokio::select! {
+            answer = self.0.code(&args, ctx) => answer,
+            () = ctx.cancel().cancelled() => {
+                return Err(ToolError::new("cancelled before the language server answered"));
+            }
+        };
+        let since = self.0.since(ctx);
+        answer
+            .map(|text| ToolOutput::text(join(since, Some(text)).unwrap_or_default()))
+            .map_err(ToolError::new)
     }
 }

@@ -27,6 +27,44 @@ pub(crate) struct FileReport {
     pub(crate) outcome: Outcome,
     /// Only the errors are new ones in a file the change did not touch.
     pub(crate) broken: bool,
+    /// What the file's report said before the change, when it had one: only what the change
+    /// introduced is listed, the rest counted.
+    pub(crate) had: Option<Vec<Key>>,
+    /// A broken file the server had not checked before: its errors are all listed.
+    pub(crate) first_check: bool,
+}
+
+/// A diagnostic as it is told apart from the others of a file, position aside (a problem
+/// that moved with an edit is the same problem): severity, code and message.
+pub(crate) type Key = (u8, String, String);
+
+/// The key of a diagnostic.
+pub(crate) fn key(diagnostic: &Diagnostic) -> Key {
+    let severity = if is_error(diagnostic) { 1 } else { 2 };
+    let code = match &diagnostic.code {
+        Some(NumberOrString::Number(n)) => n.to_string(),
+        Some(NumberOrString::String(s)) => s.clone(),
+        None => String::new(),
+    };
+    (severity, code, diagnostic.message.clone())
+}
+
+/// Splits `shown` into what `had` did not hold (new) and how many it did.
+fn introduced<'a>(shown: &[&'a Diagnostic], had: &[Key]) -> (Vec<&'a Diagnostic>, usize) {
+    let mut left: Vec<&Key> = had.iter().collect();
+    let mut new = Vec::new();
+    let mut old = 0;
+    for diagnostic in shown {
+        let key = key(diagnostic);
+        match left.iter().position(|k| **k == key) {
+            Some(at) => {
+                left.swap_remove(at);
+                old += 1;
+            }
+            None => new.push(*diagnostic),
+        }
+    }
+    (new, old)
 }
 
 /// Everything a call learnt.
@@ -123,7 +161,18 @@ pub(crate) fn render(report: &Report, ctx: &ToolContext, max_per_file: usize) ->
                 let shown = shown(diagnostics);
                 let errors = shown.iter().filter(|d| is_error(d)).count();
                 let warnings = shown.len() - errors;
-                if file.broken {
+                let (listed, already) = match &file.had {
+                    Some(had) => introduced(&shown, had),
+                    None => (shown.clone(), 0),
+                };
+                if file.broken && file.first_check {
+                    lines.push(format!(
+                        "{path}: {} in a file that imports this change, checked now for the \
+                         first time ({})",
+                        counted(errors, "error"),
+                        file.server
+                    ));
+                } else if file.broken {
                     lines.push(format!(
                         "{path}: {} in a file this change broke ({})",
                         counted(errors, "new error"),
@@ -132,6 +181,13 @@ pub(crate) fn render(report: &Report, ctx: &ToolContext, max_per_file: usize) ->
                 } else if shown.is_empty() {
                     lines.push(format!("{path}: no problems ({})", file.server));
                     continue;
+                } else if already > 0 {
+                    lines.push(format!(
+                        "{path}: {}, {} ({}); {already} it already had, not listed",
+                        counted(errors, "error"),
+                        counted(warnings, "warning"),
+                        file.server
+                    ));
                 } else {
                     lines.push(format!(
                         "{path}: {}, {} ({})",
@@ -140,6 +196,7 @@ pub(crate) fn render(report: &Report, ctx: &ToolContext, max_per_file: usize) ->
                         file.server
                     ));
                 }
+                let shown = listed;
                 for diagnostic in shown.iter().take(max_per_file) {
                     lines.push(line(&path, diagnostic));
                 }
@@ -194,12 +251,16 @@ mod tests {
                     server: "pyright".into(),
                     outcome: Outcome::Fresh(diagnostics, 6),
                     broken: false,
+                    had: None,
+                    first_check: false,
                 },
                 FileReport {
                     path: ctx.workspace().join("b.py"),
                     server: "pyright".into(),
                     outcome: Outcome::Fresh(Vec::new(), 0),
                     broken: false,
+                    had: None,
+                    first_check: false,
                 },
             ],
             notes: vec!["pyright: restarted".into()],

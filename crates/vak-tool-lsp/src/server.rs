@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -33,6 +34,11 @@ pub(crate) struct Running {
     ready: watch::Receiver<Start>,
     /// Documents open in it: uri to (version, content).
     pub(crate) open: tokio::sync::Mutex<HashMap<String, (i32, Arc<str>)>>,
+    /// The publish counter when a change was last sent: a report that arrived before it may
+    /// be out of date (the change can break a file that did not change).
+    pub(crate) last_change: AtomicU64,
+    /// Why it stopped, with its cause, once worked out.
+    cause: Mutex<Option<String>>,
 }
 
 impl Running {
@@ -51,6 +57,8 @@ impl Running {
             process: Mutex::new(Some(launched.process)),
             ready,
             open: tokio::sync::Mutex::new(HashMap::new()),
+            last_change: AtomicU64::new(0),
+            cause: Mutex::new(None),
         });
         let init = Arc::clone(&running);
         let root_uri = crate::uri::of(root);
@@ -80,7 +88,7 @@ impl Running {
             let state = match outcome {
                 Ok(state) => state,
                 Err(why) => {
-                    let why = init.explain(why).await;
+                    let why = init.cause(why).await;
                     init.client.give_up(why.clone());
                     init.kill();
                     Start::Failed(why)
@@ -93,22 +101,40 @@ impl Running {
 
     /// Waits until the server is initialized, has failed, or `deadline` passes.
     pub(crate) async fn ready(&self, deadline: Instant) -> Start {
+        // The start's own task always ends with a verdict (with the cause of a failure), also
+        // when the connection dies: wait for it rather than for the connection.
         let mut ready = self.ready.clone();
-        let mut watch = self.client.watch();
         loop {
             let now = ready.borrow_and_update().clone();
             if now != Start::Starting {
                 return now;
             }
-            if let Some(why) = self.client.dead() {
-                return Start::Failed(why);
-            }
             tokio::select! {
                 changed = ready.changed() => if changed.is_err() { return Start::Failed("stopped".into()) },
-                _ = watch.changed() => {}
-                () = tokio::time::sleep_until(deadline) => return Start::Starting,
+                () = tokio::time::sleep_until(deadline) => {
+                    return match self.client.dead() {
+                        Some(why) => Start::Failed(why),
+                        None => Start::Starting,
+                    };
+                }
             }
         }
+    }
+
+    /// `why` it stopped, with its cause, worked out once and kept (a later look at a reaped
+    /// process would find nothing).
+    pub(crate) async fn cause(&self, why: String) -> String {
+        if let Some(known) = self
+            .cause
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return known;
+        }
+        let explained = self.explain(why).await;
+        *self.cause.lock().unwrap_or_else(PoisonError::into_inner) = Some(explained.clone());
+        explained
     }
 
     /// Whether it has stopped, and why.
@@ -122,9 +148,10 @@ impl Running {
         }
     }
 
-    /// `why` a start failed, with what the sandbox or the server's last error line said: a
-    /// confined server's helper is given a moment to end and report.
-    async fn explain(&self, why: String) -> String {
+    /// `why` it failed to start or stopped, with its cause: what the sandbox said, or how the
+    /// process ended (its exit status) and the last lines of its standard error. The process
+    /// is given a moment to end and report.
+    pub(crate) async fn explain(&self, why: String) -> String {
         let process = self
             .process
             .lock()
@@ -133,15 +160,26 @@ impl Running {
         let Some(mut process) = process else {
             return why;
         };
-        if matches!(process, Process::Confined(_)) {
-            let _ = tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
-        }
-        let why = match (process.refusal(), process.last_error_line()) {
-            (Some(refusal), _) => format!(
-                "could not be sandboxed ({refusal}); nothing ran unconfined, and `vak-tools                  doctor` shows what this machine supports"
+        let status = process.exit_status(Duration::from_millis(500)).await;
+        let why = match process.refusal() {
+            Some(refusal) => format!(
+                "could not be sandboxed ({refusal}); nothing ran unconfined, and `vak-tools \
+                 doctor` shows what this machine supports"
             ),
-            (None, Some(line)) => format!("{why} (its last error output: {line})"),
-            (None, None) => why,
+            None => {
+                let mut causes = Vec::new();
+                if let Some(status) = status {
+                    causes.push(ended(status));
+                }
+                if let Some(lines) = process.last_error_lines(3) {
+                    causes.push(format!("its last error output: {lines}"));
+                }
+                if causes.is_empty() {
+                    why
+                } else {
+                    format!("{why}: {}", causes.join("; "))
+                }
+            }
         };
         *self.process.lock().unwrap_or_else(PoisonError::into_inner) = Some(process);
         why
@@ -200,6 +238,16 @@ impl Running {
     }
 }
 
+/// How a process ended, in words.
+fn ended(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("it exited with status {code}"),
+        (None, Some(signal)) => format!("it was killed by signal {signal}"),
+        (None, None) => format!("it ended ({status})"),
+    }
+}
+
 fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Value {
     json!({
         "processId": process_id,
@@ -210,6 +258,14 @@ fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Val
         "capabilities": {
             "textDocument": {
                 "synchronization": {"didSave": true, "dynamicRegistration": false},
+                "definition": {"linkSupport": true},
+                "typeDefinition": {"linkSupport": true},
+                "implementation": {"linkSupport": true},
+                "references": {},
+                "hover": {"contentFormat": ["markdown", "plaintext"]},
+                "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+                "callHierarchy": {},
+                "rename": {"prepareSupport": false},
                 "publishDiagnostics": {
                     "relatedInformation": false,
                     "versionSupport": true,
@@ -217,7 +273,12 @@ fn initialize_params(root_uri: &str, name: &str, process_id: Option<u32>) -> Val
                     "dataSupport": false
                 }
             },
-            "workspace": {"configuration": true, "workspaceFolders": true},
+            "workspace": {
+                "configuration": true,
+                "workspaceFolders": true,
+                "symbol": {},
+                "workspaceEdit": {"documentChanges": true}
+            },
             "window": {"workDoneProgress": true}
         },
         "initializationOptions": Value::Null,
@@ -264,6 +325,7 @@ impl Slot {
             match running.dead() {
                 None => return Got::Server(Arc::clone(running), None),
                 Some(why) => {
+                    let why = running.cause(why).await;
                     state.crashes += 1;
                     let old = state.running.take();
                     if let Some(old) = old {

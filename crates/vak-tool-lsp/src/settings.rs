@@ -246,6 +246,43 @@ impl LspSettings {
     }
 }
 
+/// A configured server for `doctor`: the commands it may run as, or why it is not used.
+pub(crate) type Configured = Result<Vec<Vec<String>>, String>;
+
+impl LspSettings {
+    /// Every server the settings name, for `doctor`: its name, the commands it may run as (a
+    /// built-in one has alternatives), or why it is not used (turned off).
+    pub(crate) fn configured(&self) -> Vec<(String, Configured)> {
+        let mut all = Vec::new();
+        for (name, settings) in &self.servers {
+            let entry = if !self.enabled {
+                Err("off (`[lsp] enabled = false`)".to_owned())
+            } else if !settings.enabled {
+                Err("off (`enabled = false`)".to_owned())
+            } else if settings.command.is_empty() || settings.extensions.is_empty() {
+                Err("not used: it needs `command` and `extensions`".to_owned())
+            } else {
+                Ok(vec![settings.command.clone()])
+            };
+            all.push((name.clone(), entry));
+        }
+        if self.defaults {
+            for (name, choices) in builtin() {
+                if self.servers.contains_key(name) {
+                    continue;
+                }
+                let entry = if self.enabled {
+                    Ok(choices.into_iter().map(|c| c.command).collect())
+                } else {
+                    Err("off (`[lsp] enabled = false`)".to_owned())
+                };
+                all.push((name.to_owned(), entry));
+            }
+        }
+        all
+    }
+}
+
 /// The LSP language id of a file extension.
 pub(crate) fn language_id(extension: &str) -> &str {
     match extension {

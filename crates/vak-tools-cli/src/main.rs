@@ -230,7 +230,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { place } => {
-            let (config, _workspace) = load(&place)?;
+            let (config, workspace) = load(&place)?;
             let mode = config.permissions.mode;
             let mut report = vak_tools::bash::sandbox::doctor(&config.bash, mode);
             let env: Vec<_> = std::env::vars_os().collect();
@@ -243,6 +243,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             report.push_str(&vak_tools::browse::doctor(&config.browse, &env_refs));
             // The bounds of `mcp --http` (sessions, idle time, calls, origins).
             report.push_str(&config.mcp.doctor());
+            // Each configured language server: found where and its version, or not found (run
+            // as the server would run, confined outside full-access).
+            let ctx = config.tool_context(&workspace)?;
+            let confinement = vak_tools::lsp::Confinement::new(
+                config.bash.sandbox_helper.clone(),
+                config.bash.env.clone(),
+            );
+            report.push_str(&vak_tools::lsp::doctor(&config.lsp, &ctx, mode, &confinement).await);
             to_stdout(|out| write!(out, "{report}"))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -13,7 +13,7 @@
 //! | `net` | `webfetch` | `vak-tool-net` | no |
 //! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
 //! | `commitment` | `commitments` (with `[commitment] enabled = true`) | `vak-tool-commitments` | no |
-//! | `lsp` | `diagnostics`, and diagnostics appended to `edit`/`write` results (`[lsp]`) | `vak-tool-lsp` | no |
+//! | `lsp` | `diagnostics`, `code`, and diagnostics appended to `edit`/`write` results (`[lsp]`) | `vak-tool-lsp` | no |
 //! | `full` | all of the above | | no |
 //! | `mcp` | the MCP server (not a tool: not in `full`) | `vak-mcp` | no |
 //!

@@ -231,6 +231,109 @@ async fn a_change_that_breaks_an_open_importer_reports_the_importer() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_of_a_file_never_answer_from_a_report_older_than_a_change() {
+    // The server reports only on the document it was sent: `main.fk`'s report goes stale when
+    // `lib.fk` changes.
+    let s = setup("own-only");
+    s.put("lib.fk", "provides:thing\n").await;
+    std::fs::write(s.ctx.workspace().join("main.fk"), "needs:thing\n").unwrap();
+    let out = s.diagnostics(json!({"path": "main.fk"})).await;
+    assert!(
+        out.text_content().contains("main.fk: no problems (fake)"),
+        "{out:?}"
+    );
+    s.put("lib.fk", "provides:other\n").await;
+    let out = s.diagnostics(json!({"path": "main.fk"})).await;
+    let text = out.text_content();
+    assert!(
+        text.contains("main.fk: 1 error, 0 warnings (fake)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("main.fk:1:1: error [fake F1]: thing is missing"),
+        "{text}"
+    );
+    // Without a path too.
+    s.put("lib.fk", "provides:thing\n").await;
+    let text = s.diagnostics(json!({})).await.text_content();
+    assert!(text.contains("main.fk: no problems (fake)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_reports_the_files_that_import_it_open_or_not() {
+    let s = setup("own-only");
+    s.put("lib.fk", "provides:thing\n").await;
+    s.put("main.fk", "import lib\nneeds:thing\n").await;
+    std::fs::write(
+        s.ctx.workspace().join("other.fk"),
+        "import lib\nneeds:thing\n",
+    )
+    .unwrap();
+    std::fs::write(s.ctx.workspace().join("unrelated.fk"), "needs:thing\n").unwrap();
+    let text = s.put("lib.fk", "provides:other\n").await;
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(
+        text.contains(
+            "main.fk: 1 new error in a file this change broke (fake)\n\
+             main.fk:2:1: error [fake F1]: thing is missing"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "other.fk: 1 error in a file that imports this change, checked now for the first \
+             time (fake)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("unrelated.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_lists_only_the_problems_it_introduced() {
+    let s = setup("normal");
+    s.put("a.fk", "WARN\nERROR old\n").await;
+    let text = s.put("a.fk", "WARN\nfine\nERROR old\nERROR new\n").await;
+    assert_eq!(
+        text,
+        "wrote a.fk\n\nDiagnostics:\n\
+         a.fk: 2 errors, 1 warning (fake); 2 it already had, not listed\n\
+         a.fk:4:1: error [fake F1]: error here: ERROR new"
+    );
+    let text = s.put("a.fk", "WARN\nERROR old\n").await;
+    assert_eq!(
+        text,
+        "wrote a.fk\n\nDiagnostics:\na.fk: 1 error, 1 warning (fake); 2 it already had, not listed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_that_arrive_late_start_the_next_result() {
+    let s = setup_with("late", |s| s.wait_ms = 50, PermissionMode::FullAccess);
+    let text = s.put("a.fk", "ERROR one\n").await;
+    assert!(text.contains("a.fk: still checking"), "{text}");
+    // Long past the server's 300 ms: its report has arrived.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = s.put("b.fk", "fine\n").await;
+    assert!(
+        text.starts_with(
+            "wrote b.fk\n\nDiagnostics since your last call:\n\
+             a.fk: 1 error, 0 warnings (fake)\n\
+             a.fk:1:1: error [fake F1]: error here: ERROR one\n\nDiagnostics:\n"
+        ),
+        "{text}"
+    );
+    // Said once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = s.diagnostics(json!({"path": "b.fk"})).await.text_content();
+    assert!(
+        text.starts_with("Diagnostics since your last call:\nb.fk: no problems"),
+        "{text}"
+    );
+    assert!(!text.contains("a.fk"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn diagnostics_tool_checks_a_file_or_lists_the_open_ones() {
     let s = setup("normal");
     let out = s.diagnostics(json!({})).await;
@@ -357,6 +460,137 @@ async fn a_crash_restarts_once_and_a_second_disables_the_server() {
     );
     let text = s.put("a.fk", "x\n").await;
     assert!(text.contains("disabled for this session"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_dies_says_how_it_ended_and_what_it_last_wrote() {
+    let s = setup("crash");
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains(
+            "error: fake: stopped: it closed its output: it exited with status 3; its last \
+             error output: fake: loading the project / fake: cannot go on: crashing on purpose"
+        ),
+        "{text}"
+    );
+    // The restart says why too.
+    let text = s.put("a.fk", "x\n").await;
+    assert!(
+        text.contains("fake: restarted: it closed its output: it exited with status 3"),
+        "{text}"
+    );
+    for permission in sandboxed_modes() {
+        let s = confined_setup("crash", &[], permission, Vec::new());
+        let text = s.put("a.fk", "x\n").await;
+        assert!(
+            text.contains(
+                "its last error output: fake: loading the project / fake: cannot go on: \
+                 crashing on purpose"
+            ),
+            "{permission:?}: {text}"
+        );
+        // The helper's status is not the server's: none is claimed.
+        assert!(!text.contains("status"), "{permission:?}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_cannot_start_is_an_error_with_its_cause() {
+    // What rustup's shim does for a component that is not installed.
+    let shim = "echo \"error: Unknown binary 'rust-analyzer' in official toolchain \
+                'stable-x86_64-unknown-linux-gnu'.\" >&2; exit 1";
+    let s = setup_with(
+        "normal",
+        |settings| {
+            let server = settings.servers.get_mut("fake").unwrap();
+            server.command = vec!["sh".into(), "-c".into(), shim.into()];
+        },
+        PermissionMode::FullAccess,
+    );
+    std::fs::write(s.ctx.workspace().join("a.fk"), "x\n").unwrap();
+    let out = s.diagnostics(json!({"path": "a.fk"})).await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    // (Whether its input or its output closed first is the kernel's choice.)
+    assert!(text.contains("error: fake: stopped: it "), "{text}");
+    assert!(
+        text.contains(
+            ": it exited with status 1; its last error output: error: Unknown binary \
+             'rust-analyzer' in official toolchain"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("`vak-tools doctor`"), "{text}");
+}
+
+/// An executable script at `path`.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_lists_each_server_where_it_is_its_version_or_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    script(&bin.join("tool-ls"), "echo 'tool-ls 1.2.3'");
+    script(
+        &bin.join("shim"),
+        "echo \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'.\" >&2\n\
+         echo 'Stack backtrace:' >&2\nexit 1",
+    );
+    // An npm package, linked from a bin folder as npm does.
+    let package = dir.path().join("lib/node_modules/fake-ls");
+    std::fs::create_dir_all(package.join("bin")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "fake-ls", "version": "9.9.9"}"#,
+    )
+    .unwrap();
+    script(&package.join("bin/server.js"), "sleep 60");
+    std::os::unix::fs::symlink(package.join("bin/server.js"), bin.join("fake-ls")).unwrap();
+    let mut settings = LspSettings::default();
+    settings.defaults = false;
+    let server = |command: &Path, enabled: bool| {
+        let mut server = ServerSettings::default();
+        server.command = vec![command.display().to_string(), "--stdio".into()];
+        server.extensions = vec!["x".into()];
+        server.enabled = enabled;
+        server
+    };
+    settings
+        .servers
+        .insert("a-versioned".into(), server(&bin.join("tool-ls"), true));
+    settings
+        .servers
+        .insert("b-npm".into(), server(&bin.join("fake-ls"), true));
+    settings
+        .servers
+        .insert("c-shim".into(), server(&bin.join("shim"), true));
+    settings
+        .servers
+        .insert("d-missing".into(), server(&bin.join("nothing"), true));
+    settings
+        .servers
+        .insert("e-off".into(), server(&bin.join("tool-ls"), false));
+    let ctx = ToolContext::new(dir.path()).unwrap();
+    let text =
+        vak_tool_lsp::doctor(&settings, &ctx, PermissionMode::FullAccess, &confinement()).await;
+    let bin = bin.display();
+    assert_eq!(
+        text,
+        format!(
+            "lsp: a-versioned: {bin}/tool-ls (tool-ls 1.2.3)\n\
+             lsp: b-npm: {bin}/fake-ls (fake-ls 9.9.9, from its package.json)\n\
+             lsp: c-shim: {bin}/shim: does not run: `{bin}/shim --version` exited with status 1; \
+             its last error output: error: Unknown binary 'rust-analyzer' in official toolchain \
+             'stable'.\n\
+             lsp: d-missing: not found: `{bin}/nothing` is not on PATH\n\
+             lsp: e-off: off (`enabled = false`)\n"
+        )
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,7 +7,7 @@
 //! installs the servers; under `CI` a missing server fails the test instead of skipping it.
 
 use serde_json::json;
-use vak_test_support::lsp::{CLANGD, Changes, PYRIGHT, Server, TYPESCRIPT};
+use vak_test_support::lsp::{CLANGD, Changes, Navigate, PYRIGHT, Server, TYPESCRIPT};
 use vak_tool_core::{PermissionMode, Registry, ToolContext};
 use vak_tool_lsp::{LspSettings, ServerSettings};
 
@@ -42,15 +42,40 @@ impl Changes for Tools {
     }
 }
 
+impl Navigate for Tools {
+    async fn code(&self, args: &str) -> (bool, String) {
+        let args: serde_json::Value = serde_json::from_str(args).unwrap();
+        let out = self.registry.call("code", args, &self.ctx).await;
+        (out.is_error, out.text_content())
+    }
+
+    async fn diagnostics_of(&self, path: &str) -> String {
+        self.call("diagnostics", json!({"path": path})).await
+    }
+
+    fn place(&self, path: &str, content: &str) {
+        std::fs::write(self.ctx.workspace().join(path), content).unwrap();
+    }
+}
+
 /// The tools with `server` on PATH, in `mode`, with generous waits: a cold server on a busy
 /// machine is slow, and the result is the same whenever it comes.
 fn setup(server: Server, mode: PermissionMode) -> Option<Tools> {
+    setup_with(server, mode, |settings| settings.debounce_ms = 700)
+}
+
+/// As [`setup`], with the settings changed by `tweak`.
+fn setup_with(
+    server: Server,
+    mode: PermissionMode,
+    tweak: impl FnOnce(&mut LspSettings),
+) -> Option<Tools> {
     if !server.installed_or_skip() {
         return None;
     }
     let mut settings = LspSettings::default();
     settings.wait_ms = 90_000;
-    settings.debounce_ms = 700;
+    tweak(&mut settings);
     for other in server.others() {
         let mut off = ServerSettings::default();
         off.enabled = false;
@@ -115,5 +140,62 @@ async fn c_in_workspace_write() {
 async fn c_in_read_only() {
     if let Some(tools) = setup(CLANGD, PermissionMode::ReadOnly) {
         vak_test_support::lsp::c(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_navigation_in_workspace_write() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::python_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_navigation_in_read_only() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::python_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_navigation_in_workspace_write() {
+    if let Some(tools) = setup(TYPESCRIPT, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::typescript_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_navigation_in_read_only() {
+    if let Some(tools) = setup(TYPESCRIPT, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::typescript_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c_navigation_in_workspace_write() {
+    if let Some(tools) = setup(CLANGD, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::c_navigation(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c_navigation_in_read_only() {
+    if let Some(tools) = setup(CLANGD, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::c_navigation(&tools).await;
+    }
+}
+
+/// With the default debounce: a dependent file's report comes after the changed file's.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_dependents_in_workspace_write() {
+    if let Some(tools) = setup_with(PYRIGHT, PermissionMode::WorkspaceWrite, |_| {}) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_dependents_in_read_only() {
+    if let Some(tools) = setup_with(PYRIGHT, PermissionMode::ReadOnly, |_| {}) {
+        vak_test_support::lsp::python_dependents(&tools).await;
     }
 }

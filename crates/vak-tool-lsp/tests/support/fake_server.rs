@@ -9,7 +9,8 @@
 //! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
 //! `hang-shutdown` (ignores `shutdown`, `exit` and the end of its input), `noversion` (publishes without versions),
 //! `changes-only` (without versions, and only the documents whose diagnostics changed, as
-//! typescript-language-server does), `hostile` (on each document, tries what a sandbox must
+//! typescript-language-server does), `own-only` (only the document just sent, so that another
+//! open document's report goes stale), `late` (publishes 300 ms after each document), `hostile` (on each document, tries what a sandbox must
 //! stop and reports each attempt as a warning `probe NAME: RESULT`: writing `--outside PATH`,
 //! writing `probe.txt` in its folder and in `$XDG_CACHE_HOME`, reading the environment of the
 //! process `--peek PID` (the tool's, holding its secrets), connecting to `127.0.0.1:--port N`,
@@ -165,9 +166,15 @@ fn main() {
                         .unwrap_or("")
                         .to_owned()
                 };
-                docs.insert(uri, (version, text));
+                docs.insert(uri.clone(), (version, text));
                 match mode.as_str() {
-                    "crash" => std::process::exit(3),
+                    "late" => std::thread::sleep(std::time::Duration::from_millis(300)),
+                    "crash" => {
+                        eprintln!(
+                            "fake: loading the project\nfake: cannot go on: crashing on purpose"
+                        );
+                        std::process::exit(3)
+                    }
                     "slow" => continue,
                     "malformed" => {
                         let _ = write!(out, "Content-Lenght 12\r\n\r\n{{}}");
@@ -200,7 +207,11 @@ fn main() {
                 } else {
                     Vec::new()
                 };
-                for (uri, (version, text)) in &docs {
+                for (other, (version, text)) in &docs {
+                    if mode == "own-only" && *other != uri {
+                        continue;
+                    }
+                    let uri = other;
                     let mut found = diagnostics(text, &docs);
                     for (n, line) in probed.iter().enumerate() {
                         found.push(json!({

@@ -256,4 +256,15 @@ fn doctor_names_the_mcp_limits() {
         text.contains("at most 7 sessions") && text.contains("idle 60000 ms"),
         "{text}"
     );
+    // Each built-in language server has its line (found where and its version, or not).
+    for server in [
+        "rust-analyzer",
+        "pyright",
+        "typescript",
+        "clangd",
+        "gopls",
+        "ruff",
+    ] {
+        assert!(text.contains(&format!("\nlsp: {server}: ")), "{text}");
+    }
 }

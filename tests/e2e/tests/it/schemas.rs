@@ -147,6 +147,7 @@ fn base_args(tool: &str) -> Option<Value> {
         "webfetch" | "browse" => json!({"url": "http://127.0.0.1:9/"}),
         "commitments" => json!({}),
         "diagnostics" => json!({}),
+        "code" => json!({"op": "document_symbols", "path": "notes.txt"}),
         "apply_patch" => return None,
         _ => return None,
     })

@@ -216,6 +216,7 @@ fn every_registered_tool_has_a_hunt() {
         "apply_patch",
         "bash",
         "browse",
+        "code",
         "commitments",
         "diagnostics",
         "edit",
@@ -256,6 +257,11 @@ fn hunt_write() {
 #[test]
 fn hunt_apply_patch() {
     hunt("apply_patch", &Config::default(), 128);
+}
+
+#[test]
+fn hunt_code() {
+    hunt("code", &Config::default(), 32);
 }
 
 #[test]

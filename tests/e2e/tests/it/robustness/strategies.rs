@@ -423,6 +423,27 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
         ],
         "apply_patch" => vec![required("patch", string(patch_text()))],
         "diagnostics" => vec![optional("path", path(REAL_PATHS))],
+        "code" => vec![
+            required(
+                "op",
+                string(one_of(&[
+                    "definition",
+                    "type_definition",
+                    "implementation",
+                    "references",
+                    "hover",
+                    "document_symbols",
+                    "workspace_symbols",
+                    "incoming_calls",
+                    "outgoing_calls",
+                    "rename",
+                ])),
+            ),
+            required("path", path(REAL_PATHS)),
+            optional("line", count()),
+            optional("symbol", string(weird_string())),
+            optional("query", string(weird_string())),
+        ],
         "jobs" => vec![
             required("action", string(one_of(&["list", "read", "write", "stop"]))),
             optional(
