@@ -32,10 +32,35 @@ async fn write_keeps_hard_links() {
     let meta = fs::metadata(ws.path("a.txt")).unwrap();
     assert_eq!((meta.ino(), meta.nlink()), (inode, 2));
     assert_eq!(
-        fs::read_dir(ws.dir.path()).unwrap().count(),
-        2,
+        names_beside_vak(ws.dir.path()),
+        ["a.txt", "b.txt"],
         "temp file left"
     );
+    assert_journal_empty(ws.dir.path());
+}
+
+/// The names in `dir` other than `.vak`, where in-place writes keep their journal, sorted.
+fn names_beside_vak(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".vak")
+        .collect();
+    names.sort();
+    names
+}
+
+/// After a finished in-place write no journal file remains (only, at most, empty folders).
+fn assert_journal_empty(workspace: &std::path::Path) {
+    let scratch = workspace.join(".vak").join("scratch");
+    let Ok(agents) = fs::read_dir(&scratch) else {
+        return;
+    };
+    for agent in agents {
+        let agent = agent.unwrap().path();
+        let left: Vec<_> = fs::read_dir(&agent).unwrap().collect();
+        assert!(left.is_empty(), "journal left in {}: {left:?}", agent.display());
+    }
 }
 
 #[tokio::test]

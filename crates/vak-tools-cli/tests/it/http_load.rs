@@ -185,10 +185,15 @@ async fn a_request_without_a_session_is_served_by_either_server() {
         assert_eq!(reply["result"]["content"][0]["text"], expected.as_str());
     }
 
-    // A windowed read on A names the `recall` that returns the rest.
-    let (_, reply) = stateless_call(a.port, "read", json!({"path": "long.txt"}))
-        .await
-        .unwrap();
+    // A windowed result on A names the `recall` that returns the rest (a search: `read` pages
+    // itself to fit the window, so it needs none).
+    let (_, reply) = stateless_call(
+        a.port,
+        "grep",
+        json!({"pattern": "of a long file", "path": "long.txt", "max_matches": 5000}),
+    )
+    .await
+    .unwrap();
     let text = reply["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
@@ -205,7 +210,7 @@ async fn a_request_without_a_session_is_served_by_either_server() {
     assert_eq!(on_a["result"]["isError"], false, "{on_a}");
     assert_eq!(
         on_a["result"]["content"][0]["text"],
-        "  1000\tline 1000 of a long file\n  1001\tline 1001 of a long file\n",
+        "long.txt:1000:line 1000 of a long file\nlong.txt:1001:line 1001 of a long file\n",
         "{on_a}"
     );
     let (_, on_b) = stateless_call(b.port, "recall", recall).await.unwrap();
