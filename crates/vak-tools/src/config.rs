@@ -125,13 +125,27 @@ fn guard_of_net_section<'de, D: serde::Deserializer<'de>>(
     #[serde(default, deny_unknown_fields)]
     struct Keys {
         allow: Vec<String>,
+        egress: Option<vak_guard::Egress>,
+        allow_domains: Vec<String>,
+        deny_domains: Vec<String>,
+        default_domains: Option<bool>,
         #[allow(dead_code, reason = "checked, used only by webfetch")]
         body_bytes: Option<usize>,
         #[allow(dead_code, reason = "checked, used only by webfetch")]
         deadline_ms: Option<u64>,
     }
     let keys = Keys::deserialize(deserializer)?;
-    Ok(vak_guard::GuardSettings::default().with_allow(keys.allow))
+    let mut settings = vak_guard::GuardSettings::default()
+        .with_allow(keys.allow)
+        .with_allow_domains(keys.allow_domains)
+        .with_deny_domains(keys.deny_domains);
+    if let Some(on) = keys.default_domains {
+        settings = settings.with_default_domains(on);
+    }
+    if keys.egress == Some(vak_guard::Egress::Open) {
+        settings = settings.open();
+    }
+    Ok(settings)
 }
 
 /// The section of a tool this build does not compile in: accepted, kept for the one check that
@@ -372,6 +386,31 @@ mod tests {
             let error = Config::from_toml_str(bad).unwrap_err().to_string();
             assert!(error.contains(needle), "{bad:?}: {error}");
         }
+    }
+
+    /// The egress keys the refusal text tells the person to write are read, not refused as
+    /// unknown: `egress`, `allow_domains`, `deny_domains`, `default_domains`.
+    #[cfg(any(feature = "net", feature = "bash"))]
+    #[test]
+    fn the_net_section_gives_the_guard_its_egress_policy() {
+        let text = "[net]\negress = \"open\"\nallow_domains = [\"example.com\", \"github.com:22\"]\n\
+                    deny_domains = [\"pastebin.com\"]\ndefault_domains = false\n";
+        let config = Config::from_toml_str(text).unwrap();
+        let guard = config.guard();
+        assert_eq!(guard.egress, vak_guard::Egress::Open);
+        assert_eq!(guard.allow_domains, ["example.com", "github.com:22"]);
+        assert_eq!(guard.deny_domains, ["pastebin.com"]);
+        assert!(!guard.default_domains);
+        let default = Config::default();
+        let defaults = default.guard();
+        assert_eq!(defaults.egress, vak_guard::Egress::Allowlist);
+        assert!(defaults.default_domains);
+        let listed = Config::from_toml_str("[net]\negress = \"allowlist\"\n").unwrap();
+        assert_eq!(listed.guard().egress, vak_guard::Egress::Allowlist);
+        let error = Config::from_toml_str("[net]\negress = \"wide\"")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("wide") || error.contains("egress"), "{error}");
     }
 
     #[cfg(feature = "lsp")]
