@@ -18,6 +18,7 @@ pub(crate) mod control;
 pub(crate) mod deny;
 pub(crate) mod discover;
 pub mod env;
+pub(crate) mod git_notes;
 pub(crate) mod launch;
 pub(crate) mod network;
 pub(crate) mod notes;

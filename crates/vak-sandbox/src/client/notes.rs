@@ -59,6 +59,12 @@ impl Plan {
                 },
             ));
         }
+        if failed
+            && !self.spec.full_access
+            && let Some(note) = super::git_notes::git_note(&[stderr_head, stderr_tail])
+        {
+            notes.push(note);
+        }
         if failed && !self.spec.full_access {
             let refused = self.refused_paths(&[stderr_head, stderr_tail]);
             if !refused.is_empty() {
@@ -266,5 +272,22 @@ mod tests {
             plan.notes(None, true, "bash: ./mine: Permission denied", "")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_refused_git_config_write_gets_a_note_saying_why() {
+        let plan = plan(PermissionMode::WorkspaceWrite);
+        let stderr = "error: could not write config file .git/config: Device or resource busy";
+        let notes = plan.notes(None, true, "", stderr);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("the write to .git/config was refused"),
+            "{}",
+            notes[0]
+        );
+        // Full access protects nothing, so it says nothing.
+        let mut full = plan;
+        full.spec.full_access = true;
+        assert!(full.notes(None, true, "", stderr).is_empty());
     }
 }
