@@ -26,9 +26,11 @@ use serde_json::json;
 use vak_tool_core::{Registry, ToolContext};
 
 const CHILD: &str = "VAK_WRITE_CRASH_CHILD";
+const CASE: &str = "VAK_WRITE_CRASH_CASE";
 /// Kills that must land inside an in-place (journalled) write for the test to prove anything.
 const ENOUGH_JOURNALLED: usize = 3;
-const CASE: &str = "VAK_WRITE_CRASH_CASE";
+/// The most kills the hard-linked case takes while fewer than [`ENOUGH_JOURNALLED`] landed.
+const MAX_HARD_LINKED_KILLS: usize = 150;
 /// The owner given to the file of another user (when the test runs as root).
 const OTHER: (u32, u32) = (4321, 8765);
 
@@ -242,11 +244,13 @@ fn kill_runs(case: Case) -> Tally {
     let mut tally = Tally::default();
     // A fixed sequence of delays (no clock or randomness decides what is tested).
     let mut delay: u64 = 7;
-    // The hard-linked case goes on past its kills until three landed inside its journalled
-    // write (at most 150 kills): where a kill lands depends on the machine's load, and the
+    // The hard-linked case goes on past its kills until enough landed inside its journalled
+    // write (within a bound): where a kill lands depends on the machine's load, and the
     // final check needs those kills to have proved anything.
     let more = |tally: &Tally| {
-        case == Case::HardLinked && tally.journalled < ENOUGH_JOURNALLED && tally.runs < 150
+        case == Case::HardLinked
+            && tally.journalled < ENOUGH_JOURNALLED
+            && tally.runs < MAX_HARD_LINKED_KILLS
     };
     while tally.runs < case.kills() || more(&tally) {
         tally.runs += 1;
