@@ -410,7 +410,10 @@ mod tests {
         let error = Config::from_toml_str("[net]\negress = \"wide\"")
             .unwrap_err()
             .to_string();
-        assert!(error.contains("wide") || error.contains("egress"), "{error}");
+        assert!(
+            error.contains("wide") || error.contains("egress"),
+            "{error}"
+        );
     }
 
     #[cfg(feature = "lsp")]

@@ -59,7 +59,11 @@ fn assert_journal_empty(workspace: &std::path::Path) {
     for agent in agents {
         let agent = agent.unwrap().path();
         let left: Vec<_> = fs::read_dir(&agent).unwrap().collect();
-        assert!(left.is_empty(), "journal left in {}: {left:?}", agent.display());
+        assert!(
+            left.is_empty(),
+            "journal left in {}: {left:?}",
+            agent.display()
+        );
     }
 }
 
