@@ -6,7 +6,8 @@
 //! - In `read-only` and `workspace-write`, confined by `vak-sandbox` ([`vak_sandbox::Confined`]):
 //!   the same helper, found the same safe way, the same namespaces, mounts, Landlock and
 //!   seccomp; it writes only the workspace (`workspace-write`; never its `.vak`) and its cache
-//!   folder `<scratch>/lsp` (both modes; its `TMPDIR` and `XDG_CACHE_HOME`), and has no
+//!   folder `<workspace>/.vak/lsp/<agent id>` (both modes; its `TMPDIR` and `XDG_CACHE_HOME`;
+//!   out of the commands' reach, so that no command can point it elsewhere), and has no
 //!   network (a namespace with only its own loopback). Where the sandbox cannot be set up, the
 //!   server does not start and the result says why: nothing runs unconfined.
 //! - In `full-access`, as the user, in a process group of its own (so stopping it stops what
@@ -237,7 +238,7 @@ pub(crate) fn launch(
     })
 }
 
-/// Starts the server inside the sandbox, with its cache folder `<scratch>/lsp`.
+/// Starts the server inside the sandbox, with its cache folder (see [`cache_folder`]).
 fn launch_confined(
     found: &Path,
     args: &[String],
@@ -247,11 +248,7 @@ fn launch_confined(
     mut env: Vec<(OsString, OsString)>,
 ) -> Result<Launched, String> {
     let mode = vak_sandbox::mode_name(launcher.mode);
-    let cache = ctx
-        .scratch_dir()
-        .map(|scratch| scratch.join("lsp"))
-        .and_then(|cache| std::fs::create_dir_all(&cache).map(|()| cache))
-        .map_err(|error| format!("not started: its cache folder could not be made ({error})"))?;
+    let cache = cache_folder(ctx)?;
     for name in ["TMPDIR", "XDG_CACHE_HOME"] {
         env.retain(|(key, _)| key != name);
         env.push((name.into(), cache.clone().into_os_string()));
@@ -284,6 +281,45 @@ fn launch_confined(
         stdin,
         stdout,
     })
+}
+
+/// The servers' cache folder, `<workspace>/.vak/lsp/<agent id>`, made when missing.
+///
+/// Not below the scratch folder (`$TMPDIR` of every command): a command could replace a folder
+/// there with a link to any folder, and the next server would be given that folder writable.
+/// `<workspace>/.vak` is read-only to commands in both sandboxed modes, and the folder must be
+/// reached without a symbolic link from the workspace down (a link planted in a cloned
+/// repository's `.vak` is refused, not followed).
+fn cache_folder(ctx: &ToolContext) -> Result<PathBuf, String> {
+    let failed = |error: std::io::Error| {
+        format!("not started: its cache folder could not be made ({error})")
+    };
+    let folders = ctx.workspace().join(".vak").join("lsp");
+    let cache = folders.join(ctx.agent_id());
+    std::fs::create_dir_all(&cache).map_err(failed)?;
+    if std::fs::symlink_metadata(folders.join(".gitignore")).is_err() {
+        // Best effort, as for the scratch folder: never part of the repository.
+        let _ = std::fs::write(
+            folders.join(".gitignore"),
+            "# Caches of vak-tools' language servers: never part of the repository.\n*\n",
+        );
+    }
+    let real = std::fs::canonicalize(&cache).map_err(failed)?;
+    let expected = std::fs::canonicalize(ctx.workspace())
+        .map_err(failed)?
+        .join(".vak")
+        .join("lsp")
+        .join(ctx.agent_id());
+    let plain = std::fs::symlink_metadata(&cache).is_ok_and(|meta| meta.file_type().is_dir());
+    if real != expected || !plain {
+        return Err(format!(
+            "not started: its cache folder {} is reached through a symbolic link (it leads to \
+             {}), and a server writes its cache folder: remove the link and try again",
+            cache.display(),
+            real.display(),
+        ));
+    }
+    Ok(real)
 }
 
 /// The last bytes a server wrote to its standard error.

@@ -806,6 +806,56 @@ async fn a_hostile_server_is_stopped_by_the_sandbox_and_never_sees_secrets() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_link_a_command_plants_in_its_scratch_folder_never_gives_a_server_another_folder() {
+    // A command may write its scratch folder ($TMPDIR) in both modes: it links `lsp` there to
+    // a folder outside every workspace, and (in read-only) to one inside the workspace. The
+    // next server's cache is out of the commands' reach, so neither folder gets its file.
+    for permission in sandboxed_modes() {
+        let outside = tempfile::tempdir().unwrap();
+        let s = confined_setup("hostile", &[], permission, Vec::new());
+        let inside = s.ctx.workspace().join("src");
+        std::fs::create_dir(&inside).unwrap();
+        let target = if permission == PermissionMode::ReadOnly {
+            inside.clone()
+        } else {
+            outside.path().to_path_buf()
+        };
+        let scratch = s.ctx.scratch_dir().unwrap();
+        std::os::unix::fs::symlink(&target, scratch.join("lsp")).unwrap();
+        let text = s.put("a.fk", "fine\n").await;
+        assert!(
+            text.contains("probe write-cache: wrote"),
+            "{permission:?}: {text}"
+        );
+        assert!(
+            !target.join("probe.txt").exists(),
+            "{permission:?}: the server wrote {} through the planted link",
+            target.display()
+        );
+        let cache = s.ctx.workspace().join(".vak/lsp").join(s.ctx.agent_id());
+        assert!(cache.join("probe.txt").exists(), "{permission:?}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cache_folder_reached_through_a_link_is_refused_not_followed() {
+    // A cloned repository may carry `.vak/lsp/<agent>` as a link: the server is not started.
+    let outside = tempfile::tempdir().unwrap();
+    let s = confined_setup("hostile", &[], PermissionMode::WorkspaceWrite, Vec::new());
+    let folders = s.ctx.workspace().join(".vak/lsp");
+    std::fs::create_dir_all(&folders).unwrap();
+    std::os::unix::fs::symlink(outside.path(), folders.join(s.ctx.agent_id())).unwrap();
+    std::fs::write(s.ctx.workspace().join("a.fk"), "x\n").unwrap();
+    let out = s.diagnostics(json!({"path": "a.fk"})).await;
+    let text = out.text_content();
+    assert!(
+        text.contains("is reached through a symbolic link"),
+        "{text}"
+    );
+    assert!(!outside.path().join("probe.txt").exists(), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn without_a_usable_sandbox_no_server_runs_unconfined() {
     let dir = tempfile::tempdir().unwrap();
     let settings = settings("normal", &dir.path().join("server.pid"));
