@@ -35,6 +35,9 @@ pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, B
     let chain = Chain::new();
     let url = guard.check_url(input, &chain).map_err(refused)?;
     let host = url.host_str().unwrap_or_default();
+    // The allow-list before the lookup: a refused name is never resolved.
+    let port = url.port_or_known_default().unwrap_or(0);
+    guard.check_egress(host, port).map_err(refused)?;
     let vetted = guard.vet(host, &chain).await.map_err(refused)?;
     Ok(Target {
         url,
@@ -51,7 +54,7 @@ mod tests {
 
     #[tokio::test]
     async fn targets_are_checked_before_launch() {
-        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&GuardSettings::default().open().with_allow(["127.0.0.2/32"]));
         assert!(
             check_target(&guard, "http://127.0.0.2:8080/")
                 .await
@@ -85,8 +88,12 @@ mod tests {
                 Ok(vec![std::net::IpAddr::from([93, 184, 216, 34])])
             }
         }
-        let guard = Guard::new(&GuardSettings::default().with_allow(["93.184.216.0/24"]))
-            .with_interfaces(std::sync::Arc::new(Machine));
+        let guard = Guard::new(
+            &GuardSettings::default()
+                .open()
+                .with_allow(["93.184.216.0/24"]),
+        )
+        .with_interfaces(std::sync::Arc::new(Machine));
         let why = "93.184.216.34 is an address of this machine";
         let Err(error) = check_target(&guard, "http://93.184.216.34:8080/").await else {
             panic!("the machine's own address was accepted as a target");
@@ -104,7 +111,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_allow_list_follows_the_target() {
-        let guard = Guard::new(&GuardSettings::default().with_allow(["127.0.0.2/32"]));
+        let guard = Guard::new(&GuardSettings::default().open().with_allow(["127.0.0.2/32"]));
         let allowed = Url::parse("http://127.0.0.2:8080/x").unwrap();
         // An allowed intranet target: its page may use the allow list, nothing more.
         let intranet = check_target(&guard, "http://127.0.0.2:8080/")

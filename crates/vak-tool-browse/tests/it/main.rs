@@ -6,6 +6,7 @@
 //! they fail, so that CI cannot pass without running them.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod egress;
 mod server;
 
 use std::ffi::OsString;
@@ -82,6 +83,15 @@ fn setup(browser: Option<&Path>, budget: Duration) -> Setup {
 }
 
 fn setup_with(browser: Option<&Path>, settings: &BrowseSettings) -> Setup {
+    setup_guarded(browser, settings, &net())
+}
+
+/// [`setup_with`] under these `[net]` settings.
+fn setup_guarded(
+    browser: Option<&Path>,
+    settings: &BrowseSettings,
+    guard: &GuardSettings,
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(key, _)| key != "VAK_BROWSER")
@@ -91,7 +101,7 @@ fn setup_with(browser: Option<&Path>, settings: &BrowseSettings) -> Setup {
     }
     let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
     let mut registry = Registry::new();
-    vak_tool_browse::register(&mut registry, settings, &net());
+    vak_tool_browse::register(&mut registry, settings, guard);
     Setup { dir, ctx, registry }
 }
 
