@@ -260,6 +260,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             let server =
                 vak_mcp::Server::new(registry(&config), ctx, config.permissions.mode, &config.mcp);
             let Some(addr) = http.http else {
+                let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
+                if let Some(hint) = terminal_hint(on_terminal, &workspace) {
+                    eprintln!("{hint}");
+                }
                 server.serve_stdio(stopped()).await?;
                 return Ok(ExitCode::SUCCESS);
             };
@@ -537,4 +541,48 @@ fn list(
         )?;
     }
     Ok(())
+}
+
+/// What `vak-tools mcp` says on stderr when its stdin is a terminal: a person typed it, and the
+/// server waits silently for JSON-RPC there. Nothing when a client pipes it (its stderr is often
+/// the client's log, and a client needs no advice).
+fn terminal_hint(stdin_is_terminal: bool, workspace: &std::path::Path) -> Option<String> {
+    if !stdin_is_terminal {
+        return None;
+    }
+    Some(format!(
+        "vak-tools mcp: an MCP server on stdin/stdout, serving the workspace {}. It waits for \
+         JSON-RPC messages from an MCP client, not for typing: let the client start it. For \
+         example `claude mcp add vak-tools -- vak-tools mcp --workspace DIR` (Claude Code), \
+         `[mcp_servers.vak-tools] command = \"vak-tools\", args = [\"mcp\"]` in codex's \
+         config.toml, or `{{\"mcpServers\": {{\"vak-tools\": {{\"command\": \"vak-tools\", \
+         \"args\": [\"mcp\"]}}}}}}` in an editor's mcp.json; `vak-tools mcp --http ADDR` \
+         serves HTTP instead (docs/mcp.md). Ctrl-C stops it.",
+        workspace.display()
+    ))
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    #[test]
+    fn the_terminal_hint_says_what_the_server_speaks_and_how_to_connect() {
+        let hint = super::terminal_hint(true, std::path::Path::new("/w")).unwrap();
+        for needle in [
+            "stdin/stdout",
+            "claude mcp add",
+            "[mcp_servers",
+            "mcp.json",
+            "--http",
+        ] {
+            assert!(hint.contains(needle), "{needle}: {hint}");
+        }
+    }
+
+    #[test]
+    fn a_client_on_a_pipe_gets_no_hint() {
+        assert_eq!(
+            super::terminal_hint(false, std::path::Path::new("/w")),
+            None
+        );
+    }
 }

@@ -506,3 +506,14 @@ async fn an_approved_bash_in_read_only_runs_with_workspace_write_confinement() {
     );
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn a_client_piping_stdin_gets_no_terminal_hint_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().to_str().unwrap();
+    let output = crate::run(dir.path(), &["mcp", "--workspace", workspace], Some(""));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("stdin/stdout"), "{stderr}");
+    assert!(output.stdout.is_empty(), "{:?}", output.stdout);
+}
