@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 /// session_idle_ms = 1800000   # an HTTP session silent this long is ended (30 min)
 /// allowed_origins = ["https://agent.example.com"]  # browser origins a non-loopback server takes
 /// task_after_ms = 1000        # a call still running this long becomes a task (tasks clients)
+/// header_timeout_ms = 10000   # time to send a request head (and between requests)
+/// max_connections_per_peer = 256  # connections open at once from one address
+/// max_batch = 1000            # messages in one JSON-RPC batch
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -47,6 +50,17 @@ pub struct McpSettings {
     /// task at once. A tool that only runs as a task is one at once whatever this says
     /// (1,000 ms).
     pub task_after_ms: u64,
+    /// `mcp --http`: how long a connection may take to send a request's head, counted from
+    /// when the server is ready to read it (so also how long an idle keep-alive connection
+    /// stays open); past it the connection is closed (10,000 ms).
+    pub header_timeout_ms: u64,
+    /// `mcp --http`: the connections open at once from one IP address; one past it is answered
+    /// 503 and closed. Behind a proxy every connection comes from the proxy: raise it there
+    /// (256).
+    pub max_connections_per_peer: usize,
+    /// `mcp --http`: the messages one JSON-RPC batch (protocol 2025-03-26) may hold; a larger
+    /// batch is refused whole with -32600 (1,000).
+    pub max_batch: usize,
 }
 
 impl Default for McpSettings {
@@ -59,6 +73,9 @@ impl Default for McpSettings {
             session_idle_ms: 30 * 60 * 1000,
             allowed_origins: Vec::new(),
             task_after_ms: 1000,
+            header_timeout_ms: 10_000,
+            max_connections_per_peer: 256,
+            max_batch: 1000,
         }
     }
 }
@@ -74,6 +91,11 @@ impl McpSettings {
         std::time::Duration::from_millis(self.task_after_ms)
     }
 
+    /// [`McpSettings::header_timeout_ms`] as a duration (at least a millisecond).
+    pub fn header_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.header_timeout_ms.max(1))
+    }
+
     /// The HTTP server's bounds in one line, for `vak-tools doctor`.
     pub fn doctor(&self) -> String {
         let origins = if self.allowed_origins.is_empty() {
@@ -84,12 +106,16 @@ impl McpSettings {
         format!(
             "mcp --http: at most {} sessions open (503 past it), a session idle {} ms is ended, \
              {} tool calls at once, request bodies up to {} bytes, {} bytes of results kept per \
-             session for recall; browser origins allowed: {origins}\n",
+             session for recall, request heads within {} ms, {} connections per peer, {} \
+             messages per batch; browser origins allowed: {origins}\n",
             self.max_sessions.max(1),
             self.session_idle_ms.max(1),
             self.max_calls.max(1),
             self.max_body_bytes,
             self.ledger_bytes,
+            self.header_timeout_ms.max(1),
+            self.max_connections_per_peer.max(1),
+            self.max_batch.max(1),
         )
     }
 }

@@ -38,44 +38,152 @@ pub fn read_token(file: Option<&Path>) -> Result<Option<Vec<u8>>, String> {
 }
 
 /// Whether a request from a page of `origin` is served: one of `allowed` (`[mcp]
-/// allowed_origins`), or a loopback origin when the server listens on loopback.
+/// allowed_origins`), or a loopback origin when the server listens on loopback. `origin` must
+/// be a serialized origin as browsers send it (see [`Origin::parse`]); anything else is refused.
 pub(crate) fn origin_allowed(origin: &str, loopback: bool, allowed: &[String]) -> bool {
-    let origin = normal_origin(origin);
+    let Some(origin) = Origin::parse(origin) else {
+        return false;
+    };
     allowed
         .iter()
-        .any(|listed| normal_origin(listed) == origin && origin != "null")
-        || (loopback && is_loopback_origin(&origin))
+        .filter_map(|listed| Origin::parse(listed))
+        .any(|listed| listed == origin)
+        || (loopback && origin.is_loopback())
 }
 
-/// An origin as compared: lower case, without a trailing `/` or the scheme's default port.
-fn normal_origin(origin: &str) -> String {
-    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-    for (scheme, port) in [("https://", ":443"), ("http://", ":80")] {
-        if origin.starts_with(scheme)
-            && let Some(bare) = origin.strip_suffix(port)
-        {
-            return bare.to_owned();
+/// A serialized origin (RFC 6454, the Fetch standard): `scheme://host[:port]`, the scheme
+/// `http` or `https`, the port absent when it is the scheme's default. Compared as parsed: lower
+/// case, the default port dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Origin {
+    scheme: &'static str,
+    host: Host,
+    port: u16,
+}
+
+/// The host of an origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Host {
+    /// An IP address (an IPv6 one was bracketed).
+    Ip(IpAddr),
+    /// A domain name, in lower case.
+    Name(String),
+}
+
+impl Origin {
+    /// Parses `text` strictly, as a browser serializes an origin: no user, path, query or
+    /// fragment (one trailing `/` is tolerated, for origins written in the configuration), a
+    /// host of letters, digits, `-` and `.` or a bracketed IPv6 address, a decimal port.
+    /// `http://localhost:5173@evil.example` and `http://[::1]evil.example` are not origins.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let text = text.strip_suffix('/').unwrap_or(text);
+        let (scheme, rest) = text.split_once("://")?;
+        let (scheme, default_port) = if scheme.eq_ignore_ascii_case("http") {
+            ("http", 80)
+        } else if scheme.eq_ignore_ascii_case("https") {
+            ("https", 443)
+        } else {
+            return None;
+        };
+        let (host, port) = match rest.strip_prefix('[') {
+            Some(v6) => {
+                let (address, after) = v6.split_once(']')?;
+                let address: std::net::Ipv6Addr = address.parse().ok()?;
+                (Host::Ip(IpAddr::V6(address)), after)
+            }
+            None => {
+                let end = rest.find(':').unwrap_or(rest.len());
+                let (name, after) = rest.split_at(end);
+                (name_host(name)?, after)
+            }
+        };
+        let port = match port {
+            "" => default_port,
+            port => {
+                let digits = port.strip_prefix(':')?;
+                if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+                    return None;
+                }
+                digits.parse().ok()?
+            }
+        };
+        Some(Self { scheme, host, port })
+    }
+
+    /// `localhost` (or a name under it), or a loopback address.
+    pub(crate) fn is_loopback(&self) -> bool {
+        match &self.host {
+            Host::Ip(address) => address.is_loopback(),
+            Host::Name(name) => name == "localhost" || name.ends_with(".localhost"),
         }
     }
-    origin
+}
+
+/// The host of an origin that is not a bracketed IPv6 address: an IPv4 address or a domain
+/// name of letters, digits, `-` and `.` (a browser sends a non-ASCII name in its `xn--` form).
+fn name_host(name: &str) -> Option<Host> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.')
+        || name.starts_with('.')
+        || name.contains("..")
+    {
+        return None;
+    }
+    if let Ok(address) = name.parse::<std::net::Ipv4Addr>() {
+        return Some(Host::Ip(IpAddr::V4(address)));
+    }
+    // Digits and dots only, yet not an IPv4 address (`127.1`, `1.2.3.4.5`): a browser would
+    // have rewritten or refused it.
+    if name
+        .bytes()
+        .all(|byte| byte.is_ascii_digit() || byte == b'.')
+    {
+        return None;
+    }
+    Some(Host::Name(name.to_ascii_lowercase()))
 }
 
 /// `http(s)://localhost`, `127.0.0.1`, `[::1]` (any port).
+#[cfg(test)]
 pub(crate) fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
-        return false;
+    Origin::parse(origin).is_some_and(|origin| origin.is_loopback())
+}
+
+/// Whether a `Host` header value names this loopback server: `localhost` or a loopback
+/// address, with or without a port. A page rebound to 127.0.0.1 under another name (DNS
+/// rebinding) sends that name.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    let name = match host.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((address, port)) if port.is_empty() || valid_port(port) => {
+                return address
+                    .parse::<std::net::Ipv6Addr>()
+                    .is_ok_and(|address| address.is_loopback());
+            }
+            _ => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) if valid_port(&format!(":{port}")) => name,
+            Some(_) => return false,
+            None => host,
+        },
     };
-    let host = match rest.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => rest.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<IpAddr>()
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::Ipv4Addr>()
             .is_ok_and(|address| address.is_loopback())
+}
+
+fn valid_port(port: &str) -> bool {
+    port.strip_prefix(':').is_some_and(|digits| {
+        !digits.is_empty()
+            && digits.bytes().all(|byte| byte.is_ascii_digit())
+            && digits.parse::<u16>().is_ok()
+    })
 }
 
 /// Whether `Authorization: Bearer …` carries `token`, compared in constant time.
@@ -145,6 +253,73 @@ mod tests {
             "http://10.0.0.1",
         ] {
             assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn an_origin_is_parsed_strictly_as_browsers_serialize_it() {
+        // What no browser sends: a user, a path, junk after the host or the brackets.
+        for origin in [
+            "http://localhost:5173@evil.example",
+            "http://[::1]evil.example",
+            "http://[::1]:80evil.example",
+            "http://localhost:5173/path",
+            "http://localhost:5173?x",
+            "http://localhost:5173#x",
+            "http://user@localhost",
+            "http://localhost:",
+            "http://localhost:99999",
+            "http://localhost:+80",
+            "http://localhost:5173 evil.example",
+            "http://127.1",
+            "http://.localhost",
+            "http://localhost..",
+            "ws://localhost",
+            "http:/localhost",
+            "http://",
+            "localhost",
+        ] {
+            assert!(Origin::parse(origin).is_none(), "{origin}");
+            assert!(!origin_allowed(origin, true, &[]), "{origin}");
+            assert!(
+                !origin_allowed(origin, false, &[origin.to_owned()]),
+                "{origin}"
+            );
+        }
+        assert_eq!(
+            Origin::parse("HTTP://LocalHost:80"),
+            Origin::parse("http://localhost")
+        );
+        assert!(Origin::parse("http://[::1]:5173").is_some_and(|origin| origin.is_loopback()));
+        assert!(Origin::parse("http://app.localhost:3000").is_some_and(|o| o.is_loopback()));
+    }
+
+    #[test]
+    fn a_loopback_host_is_a_loopback_name_or_address_with_an_optional_port() {
+        for host in [
+            "localhost",
+            "LOCALHOST:8765",
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "[::1]",
+            "[::1]:8765",
+            "127.0.0.2:9",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:8765",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "127.0.0.1:",
+            "127.0.0.1:x",
+            "[::1]x",
+            "[::2]",
+            "10.0.0.1",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
         }
     }
 

@@ -5,6 +5,12 @@
 //! person) is relayed: as the 2025-03-26 specification allows for a POST holding requests, the
 //! answer is then an event stream carrying those messages as they come and, last, the batch's
 //! replies as one array. A batch whose calls stream nothing is answered with plain JSON.
+//!
+//! A batch holds at most `[mcp] max_batch` messages (one past it is refused whole, -32600): each
+//! member costs rmcp a request of its own, and rmcp's session does work in proportion to the
+//! requests it holds for each one it serves. A `ping` of an open session is answered here, at
+//! no cost to rmcp. A request whose id is another's of the same batch, or of a request of the
+//! session in flight, is answered -32600 and not run; the others run and are answered.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -213,8 +219,18 @@ impl Front {
         if items.is_empty() {
             return refuse("an empty batch: send at least one message".to_owned());
         }
+        if items.len() > self.max_batch {
+            return refuse(format!(
+                "a batch of {} messages: at most {} are taken in one ([mcp] max_batch); send \
+                 it in smaller batches",
+                items.len(),
+                self.max_batch
+            ));
+        }
         let streams = accepts_event_stream(&parts.headers);
+        let in_session = self.sessions.server(&parts.headers).is_some();
         let mut replies = Vec::new();
+        let mut ids = std::collections::HashSet::new();
         let (heard, mut hearing) = mpsc::channel(64);
         for item in items {
             let id = item.get("id").cloned();
@@ -231,6 +247,26 @@ impl Front {
                 continue;
             }
             let answers = item.get("method").is_some().then_some(id).flatten();
+            let mut claimed = None;
+            if let Some(id) = &answers {
+                let unique = ids.insert(id.to_string());
+                let claim = if unique {
+                    self.sessions.claim_id(&parts.headers, id)
+                } else {
+                    Err(())
+                };
+                match claim {
+                    Ok(claim) => claimed = claim,
+                    Err(()) => {
+                        replies.push(super::duplicate_id(id.clone()));
+                        continue;
+                    }
+                }
+                if in_session && item.get("method").and_then(Value::as_str) == Some("ping") {
+                    replies.push(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                    continue;
+                }
+            }
             let mut request = Request::new(Full::new(Bytes::from(item.to_string())));
             *request.method_mut() = Method::POST;
             *request.uri_mut() = parts.uri.clone();
@@ -241,6 +277,7 @@ impl Front {
             let front = Arc::clone(self);
             let heard = heard.clone();
             tokio::spawn(async move {
+                let _claimed = claimed;
                 let response = front.to_rmcp(request, arrived).await;
                 if let Some(id) = answers {
                     relay(response, id, &heard).await;

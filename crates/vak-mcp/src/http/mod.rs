@@ -31,7 +31,9 @@
 mod arrival;
 mod auth;
 mod batch;
+mod cors;
 mod health;
+mod peers;
 mod plain_json;
 mod sessions;
 mod tls;
@@ -45,7 +47,7 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -107,6 +109,8 @@ struct Front {
     token: Option<Vec<u8>>,
     loopback: bool,
     max_body_bytes: usize,
+    /// The messages a batch may hold (`[mcp] max_batch`).
+    max_batch: usize,
     /// The open sessions, bounded (`[mcp] max_sessions`, `session_idle_ms`).
     sessions: Arc<sessions::Sessions>,
     /// The browser origins served besides loopback ones (`[mcp] allowed_origins`).
@@ -176,6 +180,7 @@ pub async fn serve(
         token: options.token,
         loopback,
         max_body_bytes: settings.max_body_bytes,
+        max_batch: settings.max_batch.max(1),
         sessions: bounded,
         allowed_origins: settings.allowed_origins.clone(),
         server: sessions.clone(),
@@ -192,27 +197,59 @@ pub async fn serve(
         "serving MCP at {scheme}://{local}{MCP_PATH} ({auth})"
     ));
     tokio::pin!(shutdown);
+    let peers = peers::Peers::new(settings.max_connections_per_peer);
+    let header_timeout = settings.header_timeout();
+    let mut backoff = peers::Backoff::default();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+                Ok(accepted) => {
+                    if backoff.succeeded() {
+                        tracing::warn!("accepting connections again");
+                    }
+                    accepted
+                }
+                Err(error) if peers::is_resource_shortage(&error) => {
+                    // The connection waits in the backlog: retrying at once would fail again,
+                    // and spin.
+                    let (wait, starts) = backoff.failed();
+                    if starts {
+                        tracing::warn!(%error, "cannot accept connections: out of resources; \
+                            retrying less and less often (up to every second)");
+                    }
+                    tracing::debug!(%error, wait_ms = wait.as_millis(), "cannot accept a connection");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => continue,
+                        () = &mut shutdown => break,
+                    }
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "cannot accept a connection");
+                    tracing::debug!(%error, "cannot accept a connection");
                     continue;
                 }
             },
             () = &mut shutdown => break,
         };
+        let Some(counted) = peers.admit(peer.ip()) else {
+            tracing::debug!(%peer, "a connection refused: its address has its limit open");
+            peers::refuse(stream);
+            continue;
+        };
         let front = Arc::clone(&front);
         let tls = tls.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
+            let _counted = counted;
             match tls {
-                None => connection(stream, front, stop).await,
-                Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(stream) => connection(stream, front, stop).await,
-                    Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                },
+                None => connection(stream, front, stop, header_timeout).await,
+                Some(acceptor) => {
+                    // The handshake is bounded like a request head.
+                    match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => connection(stream, front, stop, header_timeout).await,
+                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                }
             }
         });
     }
@@ -227,17 +264,24 @@ fn announce(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "vak-tools: {line}");
 }
 
-/// Serves one connection (HTTP/1.1) until it closes or the server stops.
-async fn connection<S>(stream: S, front: Arc<Front>, stop: CancellationToken)
-where
+/// Serves one connection (HTTP/1.1) until it closes or the server stops; a request head (the
+/// first, or the next on a kept-alive connection) not read within `header_timeout` closes it.
+async fn connection<S>(
+    stream: S,
+    front: Arc<Front>,
+    stop: CancellationToken,
+    header_timeout: std::time::Duration,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
         let front = Arc::clone(&front);
         async move { Ok::<_, Infallible>(front.handle(request).await) }
     });
-    let connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
         result = connection.as_mut() => {
@@ -253,11 +297,29 @@ where
 }
 
 impl Front {
-    /// Answers one request: the Origin rule, `/healthz`, the token, then MCP, the session it
-    /// names kept busy until the answer has been sent.
+    /// Answers one request: the `Host` rules, a CORS preflight, the Origin rule, `/healthz`,
+    /// the token, then MCP, the session it names kept busy until the answer has been sent. An
+    /// answer to an allowed origin carries the CORS headers.
     async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        let origin = cors::allowed_origin(request.headers(), self.loopback, &self.allowed_origins);
+        let mut response = self.checked(request).await;
+        if let Some(origin) = origin {
+            cors::decorate(&mut response, origin);
+        }
+        response
+    }
+
+    async fn checked(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        if let Some(refusal) = self.refused_host(&request) {
+            return refusal;
+        }
         if let Some(refusal) = self.refused_origin(request.headers()) {
             return plain(StatusCode::FORBIDDEN, &refusal);
+        }
+        if request.method() == Method::OPTIONS && request.headers().contains_key(header::ORIGIN) {
+            // A preflight of an allowed origin (the others were refused above): answered
+            // without a token, since a browser sends none with it.
+            return cors::preflight();
         }
         if request.uri().path() == HEALTH_PATH && request.method() == Method::GET {
             return health::answer(&self.sessions, &self.server);
@@ -281,8 +343,18 @@ impl Front {
             );
             return response;
         }
-        let busy = self.sessions.arrived(request.method(), request.headers());
         let deletes = request.method() == Method::DELETE;
+        if deletes
+            && request.headers().contains_key(sessions::SESSION_HEADER)
+            && self.sessions.server(request.headers()).is_none()
+        {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "no such session: it ended already (deleted, idle past [mcp] session_idle_ms, \
+                 or the server restarted) or was never issued by this server",
+            );
+        }
+        let busy = self.sessions.arrived(request.method(), request.headers());
         let headers = deletes.then(|| request.headers().clone());
         let response = self.answer(request).await;
         if let Some(headers) = headers
@@ -291,6 +363,47 @@ impl Front {
             self.sessions.deleted(&headers);
         }
         sessions::busy_until_sent(response, busy)
+    }
+
+    /// The answer to a request whose `Host` is wrong: none or several (400, RFC 9112), or on a
+    /// loopback server one that names another host than this one (403: a page of another
+    /// site rebound to 127.0.0.1, DNS rebinding). Checked before anything is answered,
+    /// `/healthz` included.
+    fn refused_host(&self, request: &Request<Incoming>) -> Option<Response<Body>> {
+        let hosts = request.headers().get_all(header::HOST);
+        let mut hosts = hosts.iter();
+        let host = match (hosts.next(), hosts.next()) {
+            (Some(host), None) => host,
+            (None, _) if request.version() < http::Version::HTTP_11 => return None,
+            (None, _) => {
+                return Some(plain(
+                    StatusCode::BAD_REQUEST,
+                    "an HTTP/1.1 request must carry a Host header (RFC 9112, 3.2)",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Some(plain(
+                    StatusCode::BAD_REQUEST,
+                    "a request must carry one Host header, not several (RFC 9112, 3.2)",
+                ));
+            }
+        };
+        let Ok(host) = host.to_str() else {
+            return Some(plain(
+                StatusCode::BAD_REQUEST,
+                "the Host header is not a host name (RFC 9112, 3.2)",
+            ));
+        };
+        if self.loopback && !auth::is_loopback_host(host) {
+            return Some(plain(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "this server listens on loopback and answers only requests for localhost, \
+                     127.0.0.1 or [::1], not Host: {host} (a page rebound to this address)"
+                ),
+            ));
+        }
+        None
     }
 
     /// The MCP answer to a request that passed the checks.
@@ -342,7 +455,35 @@ impl Front {
                 };
                 return json(status, &reply);
             }
+            if let Some(id) = self.request_id_in_session(&parts.headers, &message) {
+                return match self.sessions.claim_id(&parts.headers, &id) {
+                    Ok(claimed) => {
+                        let response = self.forward(parts, body).await;
+                        sessions::held_until_sent(response, claimed)
+                    }
+                    Err(()) => json(StatusCode::BAD_REQUEST, &duplicate_id(id)),
+                };
+            }
         }
+        self.forward(parts, body).await
+    }
+
+    /// The id of a request (not a notification or a response) that rmcp serves in the session
+    /// `headers` name, where its id must be unique among those in flight.
+    fn request_id_in_session(&self, headers: &HeaderMap, message: &Value) -> Option<Value> {
+        message.get("method")?;
+        let id = message.get("id")?.clone();
+        if !headers.contains_key(sessions::SESSION_HEADER)
+            || arrival::value_served_without_session(headers, message)
+        {
+            return None;
+        }
+        Some(id)
+    }
+
+    /// Hands a POST, `GET` or `DELETE` that passed the checks to rmcp (its call admitted in its
+    /// session's queue first); the answer as the client takes it.
+    async fn forward(self: &Arc<Self>, parts: http::request::Parts, body: Bytes) -> Response<Body> {
         let ends_session = parts.method == Method::DELETE;
         let plain = parts.method == Method::POST
             && plain_json::accepts_json(&parts.headers)
@@ -383,6 +524,16 @@ impl Front {
              of [mcp] allowed_origins, and loopback ones on a loopback server"
         ))
     }
+}
+
+/// The refusal of a request whose id is that of another in flight in its session.
+pub(crate) fn duplicate_id(id: Value) -> Value {
+    error_reply(
+        Some(id),
+        gate::INVALID_REQUEST,
+        "this id is already used by a request of this session still running: give each \
+         request its own id (the running request goes on and gets its own answer)",
+    )
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {

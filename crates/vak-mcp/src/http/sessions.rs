@@ -17,7 +17,11 @@
 //! - **Ending.** A session idle for `session_idle_ms` is closed in rmcp (a later request naming
 //!   it gets 404, as the specification says, and the client opens a new one) and ended here: its
 //!   calls cancelled, its background jobs killed, its ledger freed. A `DELETE` ends it the same
-//!   way.
+//!   way; a `DELETE` naming a session that is not open (ended, or never issued) is 404.
+//! - **Request ids.** A request id names one request in flight in its session: a request whose
+//!   id is that of another still being answered in the same session (a reused id, by a careless
+//!   client or another one that learned the session's id) is refused with -32600, and the one
+//!   running is answered as if nothing happened. The id is free again once its answer was sent.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -42,7 +46,7 @@ use crate::Server;
 use crate::gate::error_reply;
 
 /// The header naming a request's session.
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What a client refused for the session cap is told to wait (`Retry-After`, seconds).
 const RETRY_AFTER_SECS: u64 = 10;
@@ -78,6 +82,8 @@ struct Entry {
     last: Instant,
     /// The requests of it being answered now.
     busy: usize,
+    /// The ids of its requests in flight (as JSON text).
+    ids: std::collections::HashSet<String>,
 }
 
 /// The open sessions.
@@ -171,6 +177,7 @@ impl Sessions {
                     server,
                     last: Instant::now(),
                     busy: 0,
+                    ids: std::collections::HashSet::new(),
                 },
             );
         }
@@ -198,6 +205,34 @@ impl Sessions {
             sessions: Arc::clone(self),
             name: name.to_owned(),
         })
+    }
+
+    /// Takes request id `id` in the session `headers` name, for as long as the guard lives;
+    /// `Err` when a request with that id is in flight there already.
+    pub(super) fn claim_id(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        id: &Value,
+    ) -> Result<Option<IdGuard>, ()> {
+        let Some(name) = headers
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+        else {
+            return Ok(None);
+        };
+        let mut entries = self.entries();
+        let Some(entry) = entries.get_mut(name) else {
+            return Ok(None);
+        };
+        let key = id.to_string();
+        if !entry.ids.insert(key.clone()) {
+            return Err(());
+        }
+        Ok(Some(IdGuard {
+            sessions: Arc::clone(self),
+            name: name.to_owned(),
+            id: key,
+        }))
     }
 
     /// The session `headers` name was ended by its client (`DELETE`): its state goes now.
@@ -276,23 +311,52 @@ impl Drop for Busy {
     }
 }
 
+/// A request id in flight in a session, free again when this drops.
+pub(super) struct IdGuard {
+    sessions: Arc<Sessions>,
+    name: String,
+    id: String,
+}
+
+impl Drop for IdGuard {
+    fn drop(&mut self) {
+        if let Some(entry) = self.sessions.entries().get_mut(&self.name) {
+            entry.ids.remove(&self.id);
+        }
+    }
+}
+
 /// `response`, whose session stays busy until its body has been sent (or dropped).
 pub(super) fn busy_until_sent(response: Response<Body>, busy: Option<Busy>) -> Response<Body> {
-    let Some(busy) = busy else {
+    held_until_sent(response, busy)
+}
+
+/// `response`, holding `guard` until its body has been sent (or dropped).
+pub(super) fn held_until_sent<G: Send + Sync + Unpin + 'static>(
+    response: Response<Body>,
+    guard: Option<G>,
+) -> Response<Body> {
+    let Some(guard) = guard else {
         return response;
     };
-    response.map(|body| Held { body, _busy: busy }.boxed())
+    response.map(|body| {
+        Held {
+            body,
+            _guard: guard,
+        }
+        .boxed()
+    })
 }
 
 /// A body holding a guard as long as it lives. Hand-written rather than `map_frame`, which does
 /// not pass on the size hint: an answer of known length would go out chunked instead of with
 /// its `Content-Length` (clients reading raw HTTP, the claims tests among them, see that).
-struct Held {
+struct Held<G> {
     body: Body,
-    _busy: Busy,
+    _guard: G,
 }
 
-impl HttpBody for Held {
+impl<G: Send + Sync + Unpin + 'static> HttpBody for Held<G> {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
