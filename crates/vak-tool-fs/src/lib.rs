@@ -74,6 +74,7 @@ mod write;
 
 use vak_tool_core::Registry;
 
+pub use recovering::{recover_at_start, take_start_note};
 pub use settings::FsSettings;
 
 use self::recovering::Recovering;
