@@ -532,6 +532,28 @@ impl Limited {
         }
     }
 
+    /// The text of a call whose sandbox ended early (`refusal`, as `Plan::refusal` words it):
+    /// when the kernel's OOM killer ended processes of the command's cgroup, the helper among
+    /// them perhaps, the limit is the cause and is named instead of the helper's end.
+    pub fn explain(&self, refusal: String) -> String {
+        let Some(cgroup) = &self.cgroup else {
+            return refusal;
+        };
+        match cgroup
+            .hits()
+            .into_iter()
+            .find(|hit| matches!(hit, Hit::Memory { .. }))
+        {
+            Some(hit) => format!(
+                "the command was stopped: the kernel's out-of-memory killer ended the sandbox \
+                 that ran it (SIGKILL), so its exit code and the rest of its output are lost\n\
+                 note: {}",
+                hit.note()
+            ),
+            None => refusal,
+        }
+    }
+
     /// The notes for a finished command: each limit it hit, and why; with rlimits, a guess
     /// from its error output when it `failed`.
     pub fn notes(&self, failed: bool, stderr: &[&str]) -> Vec<String> {

@@ -77,3 +77,82 @@ async fn a_build_like_workload_runs_under_the_default_limits() {
         assert_eq!(run.text, "exit code: 0\n--- stdout ---\nbuilt", "{mode:?}");
     }
 }
+
+/// Every process as (pid, parent pid, program, arguments).
+fn processes() -> Vec<(u32, u32, Option<std::path::PathBuf>, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid …`: the fields after the last `)`.
+        let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse().ok())
+        else {
+            continue;
+        };
+        let exe = std::fs::read_link(entry.path().join("exe")).ok();
+        let args = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        found.push((pid, ppid, exe, args));
+    }
+    found
+}
+
+/// The sandbox this test process started (its child whose program is the helper in the role
+/// of a command's outer process, `run` or `standby`) once its init has started the shell.
+fn own_sandbox() -> Option<u32> {
+    let helper = std::fs::canonicalize(crate::support::helper()).unwrap();
+    let all = processes();
+    let outer = all.iter().find(|(_, ppid, exe, args)| {
+        *ppid == std::process::id()
+            && exe.as_deref() == Some(helper.as_path())
+            && args
+                .split(|&byte| byte == 0)
+                .any(|arg| arg == b"run" || arg == b"standby")
+    })?;
+    let init = all.iter().find(|(_, ppid, ..)| *ppid == outer.0)?;
+    all.iter().find(|(_, ppid, ..)| *ppid == init.0)?;
+    Some(outer.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_memory() {
+    let mut settings = quick_settings();
+    settings.max_memory = vak_tool_bash::MemoryLimit::Bytes(64 << 20);
+    let setup = Setup::with_settings(settings);
+    let go = setup.dir.path().join("go");
+    // The command waits until the test has made the helper the kernel's first pick, then
+    // fills its shared memory past the limit: pages charged to the command, held by no
+    // process, so the helper is the one the kernel ends.
+    let command = "while [ ! -e go ]; do sleep 0.05; done; \
+                   head -c 512M /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill";
+    let call = setup.command(command);
+    let pick = async {
+        loop {
+            if let Some(outer) = own_sandbox() {
+                std::fs::write(format!("/proc/{outer}/oom_score_adj"), "1000").unwrap();
+                std::fs::write(&go, "").unwrap();
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    let (run, ()) = tokio::join!(call, pick);
+    assert!(run.out.is_error, "{}", run.text);
+    assert!(!run.text.contains("536870912"), "{}", run.text);
+    assert!(
+        run.text
+            .contains("note: the command hit [bash] max_memory = 64 MiB: the kernel killed"),
+        "{}",
+        run.text
+    );
+    assert!(
+        !run.text.contains("the sandbox helper ended"),
+        "{}",
+        run.text
+    );
+}
