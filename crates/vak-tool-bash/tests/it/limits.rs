@@ -156,3 +156,50 @@ async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_mem
         run.text
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_files_are_bounded_for_the_command_as_a_whole() {
+    for mode in MODES {
+        let mut settings = quick_settings();
+        settings.max_processes = 64;
+        settings.max_open_files = Some(64 * 300);
+        let setup = Setup::with_settings(settings).in_mode(mode);
+        // Four processes each open all they can and report how many (one write each, so the
+        // lines stay whole), then one fails on it.
+        let run = setup
+            .command(
+                "ulimit -Sn; ulimit -Hn; for i in 1 2 3 4; do python3 -c '\n\
+                 import os\nn = 0\ntry:\n    while True:\n        os.open(\"/dev/null\", \
+                 os.O_RDONLY); n += 1\nexcept OSError as e:\n    \
+                 os.write(1, b\"opened %d %d\\n\" % (n, e.errno))\n' & \
+                 done; wait; python3 -c 'f = [open(\"/dev/null\") for _ in range(100000)]'",
+            )
+            .await;
+        assert!(run.out.is_error, "{mode:?}: {}", run.text);
+        assert!(run.text.contains("300\n300\n"), "{mode:?}: {}", run.text);
+        let counts: Vec<u64> = run
+            .text
+            .lines()
+            .filter_map(|line| line.strip_prefix("opened "))
+            .map(|rest| {
+                assert!(rest.ends_with(" 24"), "{mode:?}: EMFILE: {rest}");
+                rest.split(' ').next().unwrap().parse().unwrap()
+            })
+            .collect();
+        assert_eq!(counts.len(), 4, "{mode:?}: {}", run.text);
+        // Each process its share (less the descriptors it started with), the whole within
+        // max_open_files.
+        assert!(
+            counts.iter().all(|&count| (290..300).contains(&count)),
+            "{counts:?}"
+        );
+        assert!(counts.iter().sum::<u64>() <= 64 * 300, "{counts:?}");
+        assert!(
+            run.text
+                .contains("note: a process of the command ran out of file descriptors")
+                && run.text.contains("[sandbox] max_open_files = 19200"),
+            "{mode:?}: {}",
+            run.text
+        );
+    }
+}
