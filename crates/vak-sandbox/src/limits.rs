@@ -1,5 +1,13 @@
-//! Limits of one command: how many processes (tasks: threads count) it may hold at once, and
-//! how much memory, with the reason told in the result when it hits one.
+//! Limits of one command: how many processes (tasks: threads count) it may hold at once, how
+//! much memory, and how many open files, with the reason told in the result when it hits one.
+//!
+//! **Open files** are bounded for the command as a whole through the two hard limits the
+//! kernel has: `RLIMIT_NOFILE` per process, set by init on the shell (every process inherits
+//! it, and cannot raise it: init lowers the hard limit too), times the tasks `max_processes`
+//! allows. The per-process share is `max_open_files / max_processes`, at least
+//! [`MIN_FILES_PER_PROCESS`] (then the product, not `max_open_files`, is the bound), and
+//! never above what the tool itself was given. The kernel has no per-cgroup count of open
+//! files; the cgroup's memory limit charges their kernel memory too.
 //!
 //! **Through a cgroup** where the machine lets the tool make one (root, or a delegated
 //! subtree): the tool makes a child cgroup per call below its own (cgroup v2 where the `pids`
@@ -32,13 +40,33 @@ pub struct Limits {
     pub max_processes: Option<u64>,
     /// Bytes of memory (the cgroup's charge: anonymous memory, page cache, kernel memory).
     pub max_memory: Option<u64>,
+    /// Open files of the whole command (see the module docs: enforced per process as this
+    /// divided by `max_processes`).
+    pub max_open_files: Option<u64>,
 }
+
+/// The fewest open files any process of a command is allowed (macOS's default soft limit,
+/// which ordinary programs are written to live with).
+pub const MIN_FILES_PER_PROCESS: u64 = 256;
 
 impl Limits {
     /// Whether there is anything to limit.
     pub fn any(&self) -> bool {
-        self.max_processes.is_some() || self.max_memory.is_some()
+        self.max_processes.is_some() || self.max_memory.is_some() || self.max_open_files.is_some()
     }
+
+    /// Each process's share of `max_open_files` (its `RLIMIT_NOFILE`).
+    pub fn files_per_process(&self) -> Option<u64> {
+        let whole = self.max_open_files?;
+        let share = whole / self.max_processes.unwrap_or(1).max(1);
+        Some(share.max(MIN_FILES_PER_PROCESS))
+    }
+}
+
+/// Half the machine's file table (`/proc/sys/fs/file-max`): the default `max_open_files`.
+pub fn half_the_file_table() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/sys/fs/file-max").ok()?;
+    text.trim().parse::<u64>().ok().map(|max| max / 2)
 }
 
 /// Which cgroup version a controller is found under.
@@ -488,6 +516,41 @@ pub(crate) fn set_rlimits(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// Init side, cgroup or not: lowers `RLIMIT_NOFILE` (soft and hard) to each process's share
+/// of `max_open_files`.
+pub(crate) fn set_open_files(limits: &Limits) -> Result<(), String> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let Some(share) = limits.files_per_process() else {
+        return Ok(());
+    };
+    let current = getrlimit(Resource::Nofile);
+    let cap = |limit: Option<u64>| Some(limit.map_or(share, |limit| limit.min(share)));
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: cap(current.current),
+            maximum: cap(current.maximum),
+        },
+    )
+    .map_err(|error| format!("setting RLIMIT_NOFILE: {error}"))
+}
+
+/// The note for a failed command whose error output says a process ran out of descriptors
+/// (`EMFILE`), when open files are limited.
+fn open_files_note(limits: &Limits, stderr: &str) -> Option<String> {
+    let share = limits.files_per_process()?;
+    let whole = limits.max_open_files?;
+    stderr.contains("Too many open files").then(|| {
+        format!(
+            "a process of the command ran out of file descriptors (EMFILE, \"Too many open \
+             files\"): each may hold {share} (RLIMIT_NOFILE), its share of [sandbox] \
+             max_open_files = {whole} over max_processes, so that the command as a whole \
+             cannot fill the machine's file table. If the work really needs more, close \
+             files sooner or ask the person to raise [sandbox] max_open_files."
+        )
+    })
+}
+
 /// The limits of one running command.
 #[derive(Debug, Default)]
 pub struct Limited {
@@ -532,10 +595,32 @@ impl Limited {
         }
     }
 
+    /// The text of a call whose sandbox ended early (`refusal`, as `Plan::refusal` words it):
+    /// when the kernel's OOM killer ended processes of the command's cgroup, the helper among
+    /// them perhaps, the limit is the cause and is named instead of the helper's end.
+    pub fn explain(&self, refusal: String) -> String {
+        let Some(cgroup) = &self.cgroup else {
+            return refusal;
+        };
+        match cgroup
+            .hits()
+            .into_iter()
+            .find(|hit| matches!(hit, Hit::Memory { .. }))
+        {
+            Some(hit) => format!(
+                "the command was stopped: the kernel's out-of-memory killer ended the sandbox \
+                 that ran it (SIGKILL), so its exit code and the rest of its output are lost\n\
+                 note: {}",
+                hit.note()
+            ),
+            None => refusal,
+        }
+    }
+
     /// The notes for a finished command: each limit it hit, and why; with rlimits, a guess
     /// from its error output when it `failed`.
     pub fn notes(&self, failed: bool, stderr: &[&str]) -> Vec<String> {
-        match &self.cgroup {
+        let mut notes: Vec<String> = match &self.cgroup {
             Some(cgroup) => cgroup.hits().iter().map(Hit::note).collect(),
             None if failed && self.limits.any() => stderr
                 .iter()
@@ -543,13 +628,44 @@ impl Limited {
                 .into_iter()
                 .collect(),
             None => Vec::new(),
+        };
+        if failed {
+            notes.extend(
+                stderr
+                    .iter()
+                    .find_map(|text| open_files_note(&self.limits, text)),
+            );
         }
+        notes
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_process_gets_its_share_of_the_open_files() {
+        let limits = |files, processes| Limits {
+            max_processes: processes,
+            max_memory: None,
+            max_open_files: files,
+        };
+        assert_eq!(
+            limits(Some(64 * 300), Some(64)).files_per_process(),
+            Some(300)
+        );
+        // Never below the floor, and the whole of it without a process limit.
+        assert_eq!(limits(Some(1000), Some(64)).files_per_process(), Some(256));
+        assert_eq!(limits(Some(5000), None).files_per_process(), Some(5000));
+        assert_eq!(limits(None, Some(64)).files_per_process(), None);
+        let note = open_files_note(
+            &limits(Some(19200), Some(64)),
+            "OSError: [Errno 24] Too many open files",
+        );
+        assert!(note.is_some_and(|note| note.contains("each may hold 300")));
+        assert!(open_files_note(&limits(None, Some(64)), "Too many open files").is_none());
+    }
 
     #[test]
     fn places_are_found_in_v1_and_v2_layouts() {
@@ -620,6 +736,7 @@ mod tests {
         let limits = Limits {
             max_processes: Some(64),
             max_memory: Some(1 << 30),
+            max_open_files: None,
         };
         let name = format!("{PREFIX}{:x}-v2", std::process::id());
         let cgroup = Cgroup::create_from(limits, &name, &mounts, own).unwrap();
@@ -707,6 +824,7 @@ mod tests {
         let limits = Limits {
             max_processes: Some(10),
             max_memory: Some(1 << 30),
+            max_open_files: None,
         };
         assert!(
             rlimit_note(

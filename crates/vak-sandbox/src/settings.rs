@@ -3,7 +3,8 @@
 //! mode that runs through the helper).
 //!
 //! The keys were first `[bash]`'s, and `[bash]` still reads them (`sandbox_helper` for
-//! `helper`, `network`, `unix_sockets`, `max_processes`, `max_memory`): `[sandbox]` is the
+//! `helper`, `network`, `unix_sockets`, `max_processes`, `max_memory`, `max_open_files`):
+//! `[sandbox]` is the
 //! preferred spelling, and a key given there wins over its `[bash]` alias. A key neither gives
 //! keeps its default.
 
@@ -30,6 +31,11 @@ pub struct SandboxSettings {
     pub max_processes: Option<u64>,
     /// The most memory one command may use (`[bash] max_memory`; default `"50%"` of the RAM).
     pub max_memory: Option<MemoryLimit>,
+    /// The most open files one command may hold, all its processes together (`[bash]
+    /// max_open_files`; default half the machine's file table, `fs.file-max`; 0: no bound for
+    /// the whole, each process keeps what the tool was given). Enforced as each process's
+    /// share (`RLIMIT_NOFILE` = this over `max_processes`, at least 256).
+    pub max_open_files: Option<u64>,
     /// Paths no sandboxed process (command, job, language server) can read: they read as
     /// absent, and the file tools refuse them by name. `~` is the home folder of the user the
     /// tool runs as and `$HOME`; `*` and `?` match within one component; a relative path is
@@ -48,6 +54,7 @@ impl Default for SandboxSettings {
             unix_sockets: None,
             max_processes: None,
             max_memory: None,
+            max_open_files: None,
             deny_read: Vec::new(),
             default_deny_read: true,
         }

@@ -170,6 +170,10 @@ impl Spec {
             args.push("--max-memory".into());
             args.push(max.to_string().into());
         }
+        if let Some(max) = self.limits.max_open_files {
+            args.push("--max-open-files".into());
+            args.push(max.to_string().into());
+        }
         if self.full_access {
             args.push("--full-access".into());
             args.push("yes".into());
@@ -250,15 +254,15 @@ impl Spec {
                     }
                 }
                 "--cgroup" => spec.cgroups.push(value.into()),
-                "--max-processes" | "--max-memory" => {
+                "--max-processes" | "--max-memory" | "--max-open-files" => {
                     let number = value
                         .to_str()
                         .and_then(|text| text.parse().ok())
                         .ok_or_else(|| format!("bad {flag} {value:?}"))?;
-                    if flag == "--max-processes" {
-                        spec.limits.max_processes = Some(number);
-                    } else {
-                        spec.limits.max_memory = Some(number);
+                    match flag {
+                        "--max-processes" => spec.limits.max_processes = Some(number),
+                        "--max-memory" => spec.limits.max_memory = Some(number),
+                        _ => spec.limits.max_open_files = Some(number),
                     }
                 }
                 "--full-access" => spec.full_access = value == "yes",
@@ -476,6 +480,7 @@ mod tests {
             limits: Limits {
                 max_processes: Some(64),
                 max_memory: Some(1 << 30),
+                max_open_files: Some(1 << 16),
             },
             full_access: true,
             unix_sockets: true,

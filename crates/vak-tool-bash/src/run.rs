@@ -97,8 +97,9 @@ pub(crate) async fn run(
         }
     };
     if let (Some(reason), Some(plan)) = (tree.refusal(), &plan) {
-        let text = plan.refusal(reason);
+        let text = limited.explain(plan.refusal(reason));
         tree.finish(Duration::from_millis(500)).await;
+        limited.release();
         return ToolOutput::error(text);
     }
     let (status, stopped) = conclude(

@@ -20,11 +20,17 @@ pub(crate) fn options(settings: &BashSettings) -> vak_sandbox::Options {
     }
 }
 
-/// The limits of `settings` (`[bash] max_processes`, `max_memory`) for each command.
+/// The limits of `settings` (`[bash] max_processes`, `max_memory`, `max_open_files`) for each
+/// command.
 fn limits(settings: &BashSettings) -> vak_sandbox::Limits {
     vak_sandbox::Limits {
         max_processes: (settings.max_processes > 0).then_some(settings.max_processes),
         max_memory: settings.max_memory.bytes(),
+        max_open_files: match settings.max_open_files {
+            Some(0) => None,
+            Some(max) => Some(max),
+            None => vak_sandbox::half_the_file_table(),
+        },
     }
 }
 

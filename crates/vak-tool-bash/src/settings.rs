@@ -74,6 +74,13 @@ pub struct BashSettings {
     /// before the machine swaps or its own OOM killer picks a victim outside the command (the
     /// agent, the person's editor).
     pub max_memory: MemoryLimit,
+    /// The most open files one command may hold, all its processes together (default `None`:
+    /// half the machine's file table, `fs.file-max`; `Some(0)`: no bound for the whole). Each
+    /// process gets its share, `RLIMIT_NOFILE` = this over `max_processes` (at least 256), so
+    /// that 4096 processes of 20,000 descriptors each cannot fill the machine's file table;
+    /// with the defaults on a machine of 24 GiB that is about 300 per process. A process past
+    /// it gets `EMFILE` and the result says why.
+    pub max_open_files: Option<u64>,
     /// Whether a sandboxed command may create Unix sockets: `"deny"` (default: a socket by
     /// path, such as the host's Docker or D-Bus socket or a `/tmp/x.sock`, cannot be connected
     /// to, nor can one be listened on) or `"allow"` (for test suites and tools that talk over
@@ -105,6 +112,7 @@ impl Default for BashSettings {
             progress_ms: 1000,
             max_processes: 4096,
             max_memory: MemoryLimit::default(),
+            max_open_files: None,
             unix_sockets: UnixSockets::Deny,
             deny_read: vak_sandbox::DenyRead::default(),
         }
@@ -113,7 +121,8 @@ impl Default for BashSettings {
 
 impl BashSettings {
     /// These settings with `[sandbox]`'s keys over their `[bash]` spellings (`helper` over
-    /// `sandbox_helper`, `network`, `unix_sockets`, `max_processes`, `max_memory`): a key
+    /// `sandbox_helper`, `network`, `unix_sockets`, `max_processes`, `max_memory`,
+    /// `max_open_files`): a key
     /// `[sandbox]` gives wins; one it leaves out keeps the `[bash]` value (or its default).
     pub fn with_sandbox(mut self, sandbox: &SandboxSettings) -> Self {
         if let Some(helper) = &sandbox.helper {
@@ -130,6 +139,9 @@ impl BashSettings {
         }
         if let Some(max_memory) = sandbox.max_memory {
             self.max_memory = max_memory;
+        }
+        if let Some(max_open_files) = sandbox.max_open_files {
+            self.max_open_files = Some(max_open_files);
         }
         self.deny_read = sandbox.deny();
         self

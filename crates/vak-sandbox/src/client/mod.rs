@@ -13,6 +13,7 @@
 //!   the sandbox cannot write; [`notes`] what a result says about the sandbox; [`env`] the
 //!   environment policy and the credential recogniser, for commands and language servers alike.
 
+pub(crate) mod caches;
 pub(crate) mod confined;
 pub(crate) mod control;
 pub(crate) mod deny;
@@ -121,6 +122,9 @@ pub struct Plan {
     pub(crate) spec: Spec,
     mode: PermissionMode,
     dialer: Option<Arc<dyn Dialer>>,
+    /// The workspace's package caches (`workspace-write`), which the command's environment
+    /// points the package managers to.
+    pub(crate) caches: Option<PathBuf>,
 }
 
 impl Policy {
@@ -142,7 +146,18 @@ impl Policy {
             return Ok(None);
         }
         let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let (write, protect) = writable_folders(mode, &real(ctx.workspace()), &real(scratch));
+        let workspace = real(ctx.workspace());
+        let (mut write, mut protect) = writable_folders(mode, &workspace, &real(scratch));
+        let caches = (mode == PermissionMode::WorkspaceWrite)
+            .then(|| caches::prepare(&workspace, ctx.env()))
+            .flatten();
+        if let Some(caches) = &caches {
+            write.push(caches.clone());
+            let private = workspace.join(".vak");
+            if !protect.contains(&private) {
+                protect.push(private);
+            }
+        }
         // Never a helper the command could replace for the next call.
         let helper = find_helper_outside(options.helper.as_deref(), &write).map_err(|reason| {
             Unavailable {
@@ -174,6 +189,7 @@ impl Policy {
             },
             mode,
             dialer: (net == Net::Guarded).then(|| Arc::clone(&self.dialer)),
+            caches,
         }))
     }
 }
@@ -353,6 +369,7 @@ impl Policy {
             },
             mode: self.mode,
             dialer: None,
+            caches: None,
         })
     }
 }

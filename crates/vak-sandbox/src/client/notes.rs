@@ -215,6 +215,7 @@ mod tests {
             },
             mode,
             dialer: None,
+            caches: None,
         }
     }
 

@@ -161,6 +161,8 @@ pub(crate) struct Launch<'a> {
     /// The environment policy of `[bash] env`.
     pub(crate) policy: &'a EnvPolicy,
     pub(crate) tmpdir: &'a Path,
+    /// The workspace's package caches (`workspace-write`), see `crate::client::caches`.
+    pub(crate) caches: Option<&'a Path>,
     pub(crate) call_id: &'a str,
     pub(crate) input: Input,
     /// The sandbox helper and its control socket, outside `full-access`.
@@ -206,7 +208,8 @@ fn ends(input: Input) -> Result<Ends, StartError> {
 }
 
 /// The shell's whole environment for `launch`: `[bash] env`'s and the non-interactive set,
-/// then `TMPDIR` and the call's id (which nothing overrides); and what the policy withheld.
+/// the package caches' variables (unless `[bash.env] set` names them), then `TMPDIR` and the
+/// call's id (which nothing overrides); and what the policy withheld.
 pub(crate) fn shell_env(launch: &Launch<'_>) -> Filtered {
     let terminal = launch.input == Input::Tty;
     let mut environment = command_env(launch.policy, launch.env, terminal);
@@ -217,6 +220,12 @@ pub(crate) fn shell_env(launch: &Launch<'_>) -> Filtered {
         .find(|(key, _)| key == CALL_ID_VAR)
         .map(|(_, value)| value.as_os_str());
     let call_id = call_id_chain(inherited, launch.call_id);
+    if let Some(caches) = launch.caches {
+        for (name, value) in crate::client::caches::variables(caches, &launch.policy.set) {
+            environment.env.retain(|(known, _)| *known != name);
+            environment.env.push((name, value));
+        }
+    }
     environment
         .env
         .push(("TMPDIR".into(), launch.tmpdir.as_os_str().to_os_string()));

@@ -98,6 +98,7 @@ impl Policy {
                 Input::Tty => Stdin::Tty,
             };
         }
+        let caches = plan.as_ref().and_then(|plan| plan.caches.clone());
         let launch = Launch {
             shell: &options.shell,
             command,
@@ -105,6 +106,7 @@ impl Policy {
             env: ctx.env(),
             policy: &options.env,
             tmpdir: &tmpdir,
+            caches: caches.as_deref(),
             call_id: &call_id,
             input,
             sandbox: None,

@@ -153,6 +153,7 @@ pub(crate) fn init(spec: Spec, standby: bool) -> Result<ExitCode, String> {
     if spec.cgroups.is_empty() {
         crate::limits::set_rlimits(&spec.limits)?;
     }
+    crate::limits::set_open_files(&spec.limits)?;
     let child = shell
         .spawn()
         .map_err(|error| format!("starting {}: {error}", program.to_string_lossy()))?;

@@ -12,6 +12,13 @@
 //!   command does not have.)
 //! - **No keyring**: `keyctl`, `add_key`, `request_key`: the caller's session keyring (and
 //!   every other) stays unreadable, as in Docker's default profile.
+//! - **Only Internet sockets** (and Unix ones where `unix_sockets` is allowed): `socket` of
+//!   any address family but `AF_INET` and `AF_INET6` is refused, `socketpair` of any but
+//!   `AF_UNIX`. `AF_VSOCK` would reach the machine-wide vsock space (the host of a virtual
+//!   machine), outside the network namespace; `AF_PACKET`, `AF_NETLINK`, `AF_BLUETOOTH`,
+//!   `AF_ALG` and the rest are kernel surface no command needs (the helper sets up its
+//!   namespace's loopback over netlink before the filter is set; C libraries fall back when
+//!   netlink is refused).
 //! - **No Unix socket by path** (unless `unix_sockets` is allowed): `socket(AF_UNIX, …)`.
 //!   `socketpair` stays (pipes between a program's own processes); abstract sockets are
 //!   scoped by Landlock anyway. So `/run/docker.sock`, a D-Bus socket or `/tmp/x.sock` of the
@@ -79,6 +86,18 @@ fn always(rules: &mut Rules, syscall: i64) {
     rules.insert(syscall, Vec::new());
 }
 
+/// A rule that holds when the first argument (an address family) is none of `families`.
+fn other_family(families: &[libc::c_int]) -> Result<SeccompRule, String> {
+    let conditions = families
+        .iter()
+        .map(|&family| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+                .map_err(failed)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    SeccompRule::new(conditions).map_err(failed)
+}
+
 /// The rules, by system call number.
 fn rules(unix_sockets: bool) -> Result<Rules, String> {
     let mut rules = Rules::new();
@@ -114,19 +133,29 @@ fn rules(unix_sockets: bool) -> Result<Rules, String> {
         .map_err(failed)?;
         rules.entry(libc::SYS_ioctl).or_default().push(rule);
     }
+    // `socket` of a family outside the Internet and Unix ones (one rule: the family differs
+    // from each), and of the Unix one unless allowed.
+    let mut socket = vec![other_family(&[
+        libc::AF_INET,
+        libc::AF_INET6,
+        libc::AF_UNIX,
+    ])?];
     if !unix_sockets {
-        let rule = SeccompRule::new(vec![
-            SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                libc::AF_UNIX as u64,
-            )
+        socket.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    libc::AF_UNIX as u64,
+                )
+                .map_err(failed)?,
+            ])
             .map_err(failed)?,
-        ])
-        .map_err(failed)?;
-        rules.insert(libc::SYS_socket, vec![rule]);
+        );
     }
+    rules.insert(libc::SYS_socket, socket);
+    rules.insert(libc::SYS_socketpair, vec![other_family(&[libc::AF_UNIX])?]);
     if cfg!(target_arch = "x86_64") {
         let x32: Vec<(i64, Vec<SeccompRule>)> = rules
             .iter()

@@ -329,3 +329,54 @@ both_modes!(host_unix_sockets_are_refused, |setup| {
     assert!(out.stdout.contains("connect=0"), "{}", out.shown());
     assert!(listener.accept().is_ok(), "{}", out.shown());
 });
+
+// Route 8: address families beyond the Internet's, AF_VSOCK above all (the machine-wide vsock
+// space, outside the network namespace).
+both_modes!(only_internet_and_unix_sockets_are_made, |setup| {
+    let script = "import socket\n\
+        def make(name, family, kind, proto=0):\n\
+        \x20   try:\n\
+        \x20       socket.socket(family, kind, proto).close(); print(name, 'made')\n\
+        \x20   except OSError as e:\n\
+        \x20       print(name, 'errno', e.errno)\n\
+        make('vsock', 40, socket.SOCK_STREAM)\n\
+        make('packet', 17, socket.SOCK_RAW)\n\
+        make('netlink', 16, socket.SOCK_RAW)\n\
+        make('bluetooth', 31, socket.SOCK_STREAM, 3)\n\
+        make('alg', 38, socket.SOCK_SEQPACKET)\n\
+        make('inet', socket.AF_INET, socket.SOCK_STREAM)\n\
+        make('inet6', socket.AF_INET6, socket.SOCK_STREAM)\n\
+        make('udp', socket.AF_INET, socket.SOCK_DGRAM)\n\
+        try:\n\
+        \x20   socket.socketpair(16, socket.SOCK_RAW); print('netlink pair made')\n\
+        except OSError as e:\n\
+        \x20   print('netlink pair errno', e.errno)\n\
+        a, b = socket.socketpair(); a.send(b'x'); print('pair', b.recv(1))\n";
+    let host_script = setup.host.path().join("families.py");
+    std::fs::write(&host_script, script).unwrap();
+    let out = setup.run(&format!("{PYTHON} {}", host_script.display()), "");
+    out.assert_ran();
+    // EPERM: refused by the filter before the kernel looks at the family.
+    for refused in [
+        "vsock",
+        "packet",
+        "netlink",
+        "bluetooth",
+        "alg",
+        "netlink pair",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("{refused} errno 1\n")),
+            "{refused}: {}",
+            out.shown()
+        );
+    }
+    for made in ["inet", "inet6", "udp"] {
+        assert!(
+            out.stdout.contains(&format!("{made} made\n")),
+            "{made}: {}",
+            out.shown()
+        );
+    }
+    assert!(out.stdout.contains("pair b'x'"), "{}", out.shown());
+});

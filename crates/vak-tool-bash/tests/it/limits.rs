@@ -77,3 +77,129 @@ async fn a_build_like_workload_runs_under_the_default_limits() {
         assert_eq!(run.text, "exit code: 0\n--- stdout ---\nbuilt", "{mode:?}");
     }
 }
+
+/// Every process as (pid, parent pid, program, arguments).
+fn processes() -> Vec<(u32, u32, Option<std::path::PathBuf>, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid …`: the fields after the last `)`.
+        let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse().ok())
+        else {
+            continue;
+        };
+        let exe = std::fs::read_link(entry.path().join("exe")).ok();
+        let args = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        found.push((pid, ppid, exe, args));
+    }
+    found
+}
+
+/// The sandbox this test process started (its child whose program is the helper in the role
+/// of a command's outer process, `run` or `standby`) once its init has started the shell.
+fn own_sandbox() -> Option<u32> {
+    let helper = std::fs::canonicalize(crate::support::helper()).unwrap();
+    let all = processes();
+    let outer = all.iter().find(|(_, ppid, exe, args)| {
+        *ppid == std::process::id()
+            && exe.as_deref() == Some(helper.as_path())
+            && args
+                .split(|&byte| byte == 0)
+                .any(|arg| arg == b"run" || arg == b"standby")
+    })?;
+    let init = all.iter().find(|(_, ppid, ..)| *ppid == outer.0)?;
+    all.iter().find(|(_, ppid, ..)| *ppid == init.0)?;
+    Some(outer.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_memory() {
+    let mut settings = quick_settings();
+    settings.max_memory = vak_tool_bash::MemoryLimit::Bytes(64 << 20);
+    let setup = Setup::with_settings(settings);
+    let go = setup.dir.path().join("go");
+    // The command waits until the test has made the helper the kernel's first pick, then
+    // fills its shared memory past the limit: pages charged to the command, held by no
+    // process, so the helper is the one the kernel ends.
+    let command = "while [ ! -e go ]; do sleep 0.05; done; \
+                   head -c 512M /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill";
+    let call = setup.command(command);
+    let pick = async {
+        loop {
+            if let Some(outer) = own_sandbox() {
+                std::fs::write(format!("/proc/{outer}/oom_score_adj"), "1000").unwrap();
+                std::fs::write(&go, "").unwrap();
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    let (run, ()) = tokio::join!(call, pick);
+    assert!(run.out.is_error, "{}", run.text);
+    assert!(!run.text.contains("536870912"), "{}", run.text);
+    assert!(
+        run.text
+            .contains("note: the command hit [bash] max_memory = 64 MiB: the kernel killed"),
+        "{}",
+        run.text
+    );
+    assert!(
+        !run.text.contains("the sandbox helper ended"),
+        "{}",
+        run.text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_files_are_bounded_for_the_command_as_a_whole() {
+    for mode in MODES {
+        let mut settings = quick_settings();
+        settings.max_processes = 64;
+        settings.max_open_files = Some(64 * 300);
+        let setup = Setup::with_settings(settings).in_mode(mode);
+        // Four processes each open all they can and report how many (one write each, so the
+        // lines stay whole), then one fails on it.
+        let run = setup
+            .command(
+                "ulimit -Sn; ulimit -Hn; for i in 1 2 3 4; do python3 -c '\n\
+                 import os\nn = 0\ntry:\n    while True:\n        os.open(\"/dev/null\", \
+                 os.O_RDONLY); n += 1\nexcept OSError as e:\n    \
+                 os.write(1, b\"opened %d %d\\n\" % (n, e.errno))\n' & \
+                 done; wait; python3 -c 'f = [open(\"/dev/null\") for _ in range(100000)]'",
+            )
+            .await;
+        assert!(run.out.is_error, "{mode:?}: {}", run.text);
+        assert!(run.text.contains("300\n300\n"), "{mode:?}: {}", run.text);
+        let counts: Vec<u64> = run
+            .text
+            .lines()
+            .filter_map(|line| line.strip_prefix("opened "))
+            .map(|rest| {
+                assert!(rest.ends_with(" 24"), "{mode:?}: EMFILE: {rest}");
+                rest.split(' ').next().unwrap().parse().unwrap()
+            })
+            .collect();
+        assert_eq!(counts.len(), 4, "{mode:?}: {}", run.text);
+        // Each process its share (less the descriptors it started with), the whole within
+        // max_open_files.
+        assert!(
+            counts.iter().all(|&count| (290..300).contains(&count)),
+            "{counts:?}"
+        );
+        assert!(counts.iter().sum::<u64>() <= 64 * 300, "{counts:?}");
+        assert!(
+            run.text
+                .contains("note: a process of the command ran out of file descriptors")
+                && run.text.contains("[sandbox] max_open_files = 19200"),
+            "{mode:?}: {}",
+            run.text
+        );
+    }
+}

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod caches;
 mod contain;
 mod deny_read;
 mod ending;
