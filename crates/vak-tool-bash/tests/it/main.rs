@@ -9,6 +9,7 @@ mod support;
 
 mod contain;
 mod deny_read;
+mod egress;
 mod ending;
 mod env;
 mod jobs;
