@@ -109,7 +109,7 @@ impl SessionRecovery {
 
 /// Runs recovery for `ctx`'s workspace unless this session did already; leaves a note for the
 /// next result when something was recovered (or recovery could not run).
-async fn recover_once(ctx: &ToolContext) {
+pub(crate) async fn recover_once(ctx: &ToolContext) {
     let state = ctx.session().state::<SessionRecovery>();
     let cell = state.cell(ctx.workspace());
     cell.get_or_init(|| async {
