@@ -116,6 +116,33 @@ fn mark(
     }
 }
 
+/// Each feature, whether this build has it, and the tools it brings: a call of one of them in
+/// a build without it says which feature it needs.
+const ABSENT_WHEN_NOT_COMPILED: &[(&str, bool, &[&str])] = &[
+    (
+        "fs",
+        cfg!(feature = "fs"),
+        &[
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "glob",
+            "grep",
+            "tree",
+        ],
+    ),
+    ("bash", cfg!(feature = "bash"), &["bash", "jobs"]),
+    ("net", cfg!(feature = "net"), &["webfetch"]),
+    ("browse", cfg!(feature = "browse"), &["browse"]),
+    ("commitment", cfg!(feature = "commitment"), &["commitments"]),
+    (
+        "lsp",
+        cfg!(feature = "lsp"),
+        &["diagnostics", "code", "rename"],
+    ),
+];
+
 /// The registry of [`registry`] and the feature of each of its tools.
 fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'static str>) {
     #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
@@ -151,6 +178,27 @@ fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'sta
     if config.commitment.enabled {
         vak_tool_commitments::register(&mut registry, &config.commitment);
         mark(&registry, &mut features, "commitment");
+    } else {
+        registry.note_absent(
+            "commitments",
+            "it is off in this configuration; the person running the agent can turn it on with \
+             `[commitment] enabled = true`",
+        );
+    }
+    // A tool whose feature this build lacks says which feature brings it.
+    for (feature, compiled, tools) in ABSENT_WHEN_NOT_COMPILED {
+        if !compiled {
+            for tool in *tools {
+                registry.note_absent(
+                    *tool,
+                    format!(
+                        "this build of vak-tools has no `{feature}` feature (the `vak-tools` \
+                         binary has every one; a library build enables it with `features = \
+                         [\"{feature}\"]`)"
+                    ),
+                );
+            }
+        }
     }
     // Language-server diagnostics: the `diagnostics` tool, and the observer that appends them
     // to the results of `edit`, `write` and `apply_patch`.

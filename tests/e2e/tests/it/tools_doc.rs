@@ -184,3 +184,16 @@ fn every_tool_names_the_feature_that_brings_it() {
         "{head}"
     );
 }
+
+#[tokio::test]
+async fn commitments_turned_off_says_how_to_turn_it_on() {
+    let config = Config::from_toml_str("").unwrap();
+    let tools = registry(&config);
+    let workspace = tempfile::tempdir().unwrap();
+    let ctx = config.tool_context(workspace.path()).unwrap();
+    let out = tools.call("commitments", serde_json::json!({}), &ctx).await;
+    assert!(out.is_error);
+    let text = out.text_content();
+    assert!(text.starts_with("unknown tool `commitments`."), "{text}");
+    assert!(text.contains("`[commitment] enabled = true`"), "{text}");
+}
