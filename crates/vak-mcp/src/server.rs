@@ -384,10 +384,7 @@ impl Server {
             ));
         }
         let Some(spec) = self.inner.registry.spec(name).cloned() else {
-            return Err(ToolOutput::error(format!(
-                "unknown tool `{name}`. The tools are: {}.",
-                self.inner.registry.names().join(", ")
-            )));
+            return Err(ToolOutput::error(self.inner.registry.unknown_tool(name)));
         };
         let mut approved = None;
         if posture(&spec, self.inner.mode) == Posture::Ask {

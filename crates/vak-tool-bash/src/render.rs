@@ -262,4 +262,37 @@ mod tests {
         );
         assert!(text.contains("timeout_ms = 120000."), "{text}");
     }
+
+    #[test]
+    fn every_ending_line_says_each_fact_once() {
+        let after = Duration::from_millis(1500);
+        for status in [
+            Status::TimedOut(after),
+            Status::Cancelled(after),
+            Status::Stopped(after),
+        ] {
+            for by in [StopSignal::Term, StopSignal::Kill] {
+                let ending = Ending {
+                    status,
+                    stopped: Some(Stopped {
+                        by,
+                        survivors: Vec::new(),
+                    }),
+                    listed: Vec::new(),
+                    grace: Duration::from_secs(2),
+                    timeout: after,
+                };
+                let (text, _) = ending_text(&ending);
+                let first = text.lines().next().unwrap();
+                assert_eq!(first.matches("1.5 s").count(), 1, "{first}");
+                assert_eq!(first.matches("SIGTERM").count(), 1, "{first}");
+                assert!(first.matches("SIGKILL").count() <= 1, "{first}");
+                assert_eq!(
+                    first.matches(" after ").count(),
+                    1 + usize::from(matches!(by, StopSignal::Kill)),
+                    "{first}"
+                );
+            }
+        }
+    }
 }

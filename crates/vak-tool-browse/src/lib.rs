@@ -110,8 +110,28 @@ use crate::verdict::{Captured, Evidence};
 /// Adds `browse` to a registry: `settings` is its `[browse]` section (the browser, the
 /// deadline, the DOM cap; `VAK_BROWSER` in the call's environment overrides the browser),
 /// `guard` what the screening proxy's guard judges by (`[net] allow`), as `webfetch`'s does.
+///
+/// The browser is looked for once here, as a call would look for it (`VAK_BROWSER` and `PATH`
+/// of this process, `[browse] browser`): when none is found the tool is still offered, so that
+/// a call says what to install, but its description begins by saying it is unavailable on this
+/// machine and why, so that a model does not plan on it.
 pub fn register(registry: &mut Registry, settings: &BrowseSettings, guard: &GuardSettings) {
-    registry.register(Browse::new(settings, guard));
+    let env = |name| std::env::var_os(name);
+    let unavailable = unavailable(&discover::Search {
+        env_browser: env("VAK_BROWSER").as_deref(),
+        configured: settings.browser.as_deref(),
+        path: env("PATH").as_deref(),
+        home: env("HOME").as_deref(),
+        mac_bundles: cfg!(target_os = "macos"),
+    });
+    registry.register(Browse::new(settings, guard, unavailable));
+}
+
+/// Why no browser can run, as the model reads it: `None` when discovery finds one in `search`.
+fn unavailable(search: &discover::Search<'_>) -> Option<String> {
+    discover::find_browser(search)
+        .err()
+        .map(|error| error.to_string())
 }
 
 /// How the rendered page is returned.
@@ -142,13 +162,16 @@ struct Browse {
     settings: BrowseSettings,
     /// Built once from `[net] allow`: the list is parsed here, not per call.
     guard: Guard,
+    /// Why no browser was found when the tool was registered, if none was.
+    unavailable: Option<String>,
 }
 
 impl Browse {
-    fn new(settings: &BrowseSettings, guard: &GuardSettings) -> Self {
+    fn new(settings: &BrowseSettings, guard: &GuardSettings, unavailable: Option<String>) -> Self {
         Self {
             settings: settings.clone(),
             guard: Guard::new(guard),
+            unavailable,
         }
     }
 }
@@ -163,8 +186,18 @@ impl Tool for Browse {
     /// Built from the settings: the deadline and the cap the model reads are the ones that
     /// apply.
     fn description(&self) -> String {
+        let unavailable = self
+            .unavailable
+            .as_ref()
+            .map(|why| {
+                format!(
+                    "UNAVAILABLE on this machine: no browser could be found when the tools were \
+                     loaded, and a call fails until one is installed. {why}\n\n"
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "Renders a web page in a local headless browser (Chromium, Chrome or Edge) so that \
+            "{unavailable}Renders a web page in a local headless browser (Chromium, Chrome or Edge) so that \
              its JavaScript runs, and returns the resulting DOM as Markdown (default) or HTML. \
              Use it for pages whose content is built by scripts (single-page apps, pages that \
              show nothing without JavaScript); for ordinary pages webfetch is faster. Every \
@@ -470,7 +503,7 @@ mod tests {
     #[test]
     fn the_description_follows_the_settings() {
         let net = GuardSettings::default();
-        let default = Browse::new(&BrowseSettings::default(), &net).description();
+        let default = Browse::new(&BrowseSettings::default(), &net, None).description();
         let cut = format!("cut at {} of HTML", human::size(512 * 1024));
         assert!(default.contains(&cut), "{default}");
         assert!(default.contains("gets 20 s in all"), "{default}");
@@ -481,7 +514,7 @@ mod tests {
             deadline_ms: 45_000,
             ..BrowseSettings::default()
         };
-        let changed = Browse::new(&settings, &net).description();
+        let changed = Browse::new(&settings, &net, None).description();
         let cut = format!("cut at {} of HTML", human::size(64 * 1024));
         assert!(changed.contains(&cut), "{changed}");
         assert!(changed.contains("gets 45 s in all"), "{changed}");
@@ -489,8 +522,66 @@ mod tests {
     }
 
     #[test]
+    fn a_registered_browse_without_its_browser_says_it_is_unavailable_and_why() {
+        let settings = BrowseSettings {
+            browser: Some("/nonexistent/chromium".into()),
+            ..BrowseSettings::default()
+        };
+        let mut registry = Registry::new();
+        register(&mut registry, &settings, &GuardSettings::default());
+        let spec = registry
+            .specs()
+            .into_iter()
+            .find(|spec| spec.name == "browse")
+            .unwrap();
+        assert!(
+            spec.description.starts_with("UNAVAILABLE on this machine"),
+            "{}",
+            spec.description
+        );
+        assert!(
+            spec.description.contains("`/nonexistent/chromium`"),
+            "{}",
+            spec.description
+        );
+    }
+
+    #[test]
+    fn with_no_browser_anywhere_the_description_says_what_to_install() {
+        let search = discover::Search {
+            env_browser: None,
+            configured: None,
+            path: Some(std::ffi::OsStr::new("/nonexistent")),
+            home: None,
+            mac_bundles: false,
+        };
+        let why = unavailable(&search);
+        let tool = Browse::new(&BrowseSettings::default(), &GuardSettings::default(), why);
+        let description = tool.description();
+        assert!(
+            description.starts_with("UNAVAILABLE on this machine"),
+            "{description}"
+        );
+        assert!(
+            description.contains("apt install chromium"),
+            "{description}"
+        );
+        assert!(description.contains("Renders a web page"), "{description}");
+        let found = discover::Search {
+            path: Some(std::ffi::OsStr::new("/usr/bin:/bin")),
+            configured: Some(Path::new("/bin/sh")),
+            ..search
+        };
+        assert_eq!(
+            unavailable(&found),
+            None,
+            "an executable is a browser found"
+        );
+    }
+
+    #[test]
     fn spec_and_schema() {
-        let tool = Browse::new(&BrowseSettings::default(), &GuardSettings::default());
+        let tool = Browse::new(&BrowseSettings::default(), &GuardSettings::default(), None);
         let spec = vak_tool_core::DynTool::spec(&tool);
         assert_eq!(spec.name, "browse");
         assert_eq!(

@@ -21,6 +21,9 @@ pub struct Registry {
     tools: BTreeMap<String, Entry>,
     observers: Vec<Arc<dyn ChangeObserver>>,
     writer: Option<Arc<dyn FileWriter>>,
+    /// Tools this registry does not hold, by name, with why and what would bring them (a
+    /// feature not compiled in, a setting that is off): said when one is called.
+    absent: BTreeMap<String, String>,
 }
 
 /// A tool refused by [`Registry::try_register`]: the registry already holds a tool of that
@@ -143,6 +146,27 @@ impl Registry {
         self.tools.get(name).map(|entry| entry.spec.as_ref())
     }
 
+    /// Records that tool `name` is not in this registry and `why` (what brings it: "this build
+    /// has no `commitment` feature", "set `[commitment] enabled = true`"): a call of it then
+    /// says so instead of only "unknown tool". A tool registered under that name wins.
+    pub fn note_absent(&mut self, name: impl Into<String>, why: impl Into<String>) {
+        self.absent.insert(name.into(), why.into());
+    }
+
+    /// The error a call of a tool this registry does not hold reads: the name, why it is
+    /// absent when that is known ([`Registry::note_absent`]), and the tools there are.
+    pub fn unknown_tool(&self, name: &str) -> String {
+        let why = self
+            .absent
+            .get(name)
+            .map(|why| format!(" It is not available here: {why}."))
+            .unwrap_or_default();
+        format!(
+            "unknown tool `{name}`.{why} The tools are: {}.",
+            self.names().join(", ")
+        )
+    }
+
     /// The names of all tools, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
@@ -178,6 +202,7 @@ impl Registry {
             tools,
             observers: self.observers.clone(),
             writer: self.writer.clone(),
+            absent: self.absent.clone(),
         }
     }
 
@@ -205,10 +230,7 @@ impl Registry {
     /// `tracing` span named `tool_call` with the tool name, the duration and `is_error`.
     pub async fn call(&self, name: &str, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         let Some(entry) = self.tools.get(name) else {
-            return ToolOutput::error(format!(
-                "unknown tool `{name}`. The tools are: {}.",
-                self.names().join(", ")
-            ));
+            return ToolOutput::error(self.unknown_tool(name));
         };
         let span = tracing::info_span!(
             "tool_call",
@@ -371,6 +393,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::new(dir.path()).unwrap();
         registry().call(name, args, &ctx).await
+    }
+
+    #[tokio::test]
+    async fn an_absent_tool_says_why_and_what_brings_it() {
+        let mut tools = registry();
+        tools.note_absent("commitments", "set `[commitment] enabled = true`");
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let text = tools
+            .call("commitments", json!({}), &ctx)
+            .await
+            .text_content();
+        assert!(
+            text.starts_with(
+                "unknown tool `commitments`. It is not available here: set \
+                 `[commitment] enabled = true`. The tools are: alpha,"
+            ),
+            "{text}"
+        );
+        let other = tools.call("nope", json!({}), &ctx).await.text_content();
+        assert!(!other.contains("not available here"), "{other}");
     }
 
     #[tokio::test]

@@ -92,24 +92,113 @@ pub use vak_tool_lsp as lsp;
 /// `commitment` feature is compiled in *and* `[commitment] enabled = true`; it then sits on the
 /// orientation floor.
 pub fn registry(config: &Config) -> Registry {
+    build(config).0
+}
+
+/// The Cargo feature of this crate that brings each tool of [`registry`]`(config)`, by tool
+/// name: `fs` for `read`, `bash` for `bash` and `jobs`, `commitment` for `commitments` (which
+/// also needs `[commitment] enabled = true`), and so on (the table in this crate's docs).
+/// docs/tools.md names it for every tool.
+pub fn tool_features(config: &Config) -> std::collections::BTreeMap<String, &'static str> {
+    build(config).1
+}
+
+/// Records `feature` for every tool of `registry` not yet recorded: called after each family
+/// registers, it names the family of the tools that family added.
+#[allow(dead_code, reason = "a build may enable no tool feature at all")]
+fn mark(
+    registry: &Registry,
+    features: &mut std::collections::BTreeMap<String, &'static str>,
+    feature: &'static str,
+) {
+    for spec in registry.specs() {
+        features.entry(spec.name.clone()).or_insert(feature);
+    }
+}
+
+/// Each feature, whether this build has it, and the tools it brings: a call of one of them in
+/// a build without it says which feature it needs.
+const ABSENT_WHEN_NOT_COMPILED: &[(&str, bool, &[&str])] = &[
+    (
+        "fs",
+        cfg!(feature = "fs"),
+        &[
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "glob",
+            "grep",
+            "tree",
+        ],
+    ),
+    ("bash", cfg!(feature = "bash"), &["bash", "jobs"]),
+    ("net", cfg!(feature = "net"), &["webfetch"]),
+    ("browse", cfg!(feature = "browse"), &["browse"]),
+    ("commitment", cfg!(feature = "commitment"), &["commitments"]),
+    (
+        "lsp",
+        cfg!(feature = "lsp"),
+        &["diagnostics", "code", "rename"],
+    ),
+];
+
+/// The registry of [`registry`] and the feature of each of its tools.
+fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'static str>) {
     #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
     let mut registry = Registry::new();
+    #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
+    let mut features = std::collections::BTreeMap::new();
     #[cfg(feature = "fs")]
-    vak_tool_fs::register(&mut registry, &config.fs);
+    {
+        vak_tool_fs::register(&mut registry, &config.fs);
+        mark(&registry, &mut features, "fs");
+    }
     #[cfg(feature = "bash")]
-    vak_tool_bash::register(
-        &mut registry,
-        &config.bash,
-        config.guard(),
-        config.permissions.mode,
-    );
+    {
+        vak_tool_bash::register(
+            &mut registry,
+            &config.bash,
+            config.guard(),
+            config.permissions.mode,
+        );
+        mark(&registry, &mut features, "bash");
+    }
     #[cfg(feature = "net")]
-    vak_tool_net::register(&mut registry, &config.net);
+    {
+        vak_tool_net::register(&mut registry, &config.net);
+        mark(&registry, &mut features, "net");
+    }
     #[cfg(feature = "browse")]
-    vak_tool_browse::register(&mut registry, &config.browse, config.guard());
+    {
+        vak_tool_browse::register(&mut registry, &config.browse, config.guard());
+        mark(&registry, &mut features, "browse");
+    }
     #[cfg(feature = "commitment")]
     if config.commitment.enabled {
         vak_tool_commitments::register(&mut registry, &config.commitment);
+        mark(&registry, &mut features, "commitment");
+    } else {
+        registry.note_absent(
+            "commitments",
+            "it is off in this configuration; the person running the agent can turn it on with \
+             `[commitment] enabled = true`",
+        );
+    }
+    // A tool whose feature this build lacks says which feature brings it.
+    for (feature, compiled, tools) in ABSENT_WHEN_NOT_COMPILED {
+        if !compiled {
+            for tool in *tools {
+                registry.note_absent(
+                    *tool,
+                    format!(
+                        "this build of vak-tools has no `{feature}` feature (the `vak-tools` \
+                         binary has every one; a library build enables it with `features = \
+                         [\"{feature}\"]`)"
+                    ),
+                );
+            }
+        }
     }
     // Language-server diagnostics: the `diagnostics` tool, and the observer that appends them
     // to the results of `edit`, `write` and `apply_patch`.
@@ -135,7 +224,8 @@ pub fn registry(config: &Config) -> Registry {
             config.permissions.mode,
             &confinement,
         );
+        mark(&registry, &mut features, "lsp");
     }
     let _ = config;
-    registry
+    (registry, features)
 }

@@ -489,6 +489,42 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn every_job_list_line_says_its_duration_once() {
+        use crate::jobs::driver::{summary, summary_says_duration};
+        use crate::process_tree::ShellEnd;
+        use crate::run::Status;
+        let after = Duration::from_millis(1_500);
+        let statuses = [
+            Status::TimedOut(after),
+            Status::Cancelled(after),
+            Status::Stopped(after),
+            Status::Exited(ShellEnd::Code(1)),
+            Status::Exited(ShellEnd::Signal(9)),
+        ];
+        let phrases = [
+            None,
+            Some("stopped by SIGTERM"),
+            Some("killed by SIGKILL after SIGTERM grace (2 s)"),
+        ];
+        for status in statuses {
+            for phrase in phrases {
+                let job = job(false, 64);
+                tokio::time::advance(after).await;
+                job.finish(End {
+                    text: String::new(),
+                    is_error: true,
+                    summary: summary(status, phrase),
+                    summary_says_duration: summary_says_duration(status),
+                    at: Instant::now(),
+                });
+                let line = job.status_line();
+                assert_eq!(line.matches("1.5 s").count(), 1, "{line}");
+                assert!(line.matches("SIGTERM").count() <= 1, "{line}");
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_job_list_says_each_fact_of_an_ending_once() {
         use crate::jobs::driver::{summary, summary_says_duration};
         use crate::process_tree::ShellEnd;

@@ -479,3 +479,43 @@ proptest! {
         }
     }
 }
+
+/// `edit` has no level that ignores indentation: an `old_text` written without the file's
+/// indentation matches inside an indented line (the indentation, outside the match, stays), and
+/// several lines of it written at column 0 are not found (the closest region is shown), so an
+/// edit never moves a line out of its block.
+#[tokio::test(flavor = "multi_thread")]
+async fn old_text_without_its_indentation_never_unindents_the_file() {
+    let temp = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(temp.path()).unwrap();
+    let path = temp.path().join("pairs.py");
+    let original = "def pairs(iterable):\n    if iterable:\n        return chunked(iterable, 2)\n    return []\n";
+    fs::write(&path, original).unwrap();
+    let one_line = call(
+        &ctx,
+        "edit",
+        json!({"path": "pairs.py", "edits": [{
+            "old_text": "return chunked(iterable, 2)",
+            "new_text": "return chunked(iterable, 3)"}]}),
+    )
+    .await;
+    assert!(!one_line.is_error, "{}", one_line.text_content());
+    let edited = fs::read_to_string(&path).unwrap();
+    assert_eq!(edited, original.replace(", 2)", ", 3)"));
+    let two_lines = call(
+        &ctx,
+        "edit",
+        json!({"path": "pairs.py", "edits": [{
+            "old_text": "if iterable:\nreturn chunked(iterable, 3)",
+            "new_text": "if iterable:\nreturn chunked(iterable, 4)"}]}),
+    )
+    .await;
+    assert!(two_lines.is_error, "{}", two_lines.text_content());
+    let text = two_lines.text_content();
+    assert!(text.contains("was not found"), "{text}");
+    assert!(
+        text.contains("        return chunked(iterable, 3)"),
+        "the closest region, with its indentation: {text}"
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), edited);
+}
