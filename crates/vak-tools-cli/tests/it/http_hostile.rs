@@ -101,7 +101,10 @@ fn a_request_id_in_flight_in_a_session_is_refused_and_the_running_call_keeps_its
         let session = session.clone();
         std::thread::spawn(move || {
             in_session(
-                post(&bash_call(7, "touch started; sleep 2; echo first-answer")),
+                post(&bash_call(
+                    7,
+                    "touch started; while [ ! -e release ]; do sleep 0.05; done; echo first-answer",
+                )),
                 &session,
             )
             .send(port)
@@ -114,6 +117,7 @@ fn a_request_id_in_flight_in_a_session_is_refused_and_the_running_call_keeps_its
     let refusal = second.message();
     assert_eq!(refusal["id"], 7, "{second:?}");
     assert_eq!(refusal["error"]["code"], -32600, "{second:?}");
+    std::fs::write(dir.path().join("release"), "").unwrap();
     let first = first.join().unwrap();
     assert_eq!(first.status, 200, "{first:?}");
     assert!(text(&first).contains("first-answer"), "{first:?}");
