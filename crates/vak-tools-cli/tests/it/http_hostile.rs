@@ -663,3 +663,51 @@ fn a_page_of_a_listed_origin_in_chromium_opens_a_session_calls_and_ends_it() {
     );
     assert!(seen["deleted"] == 200 || seen["deleted"] == 204, "{seen}");
 }
+
+/// The peak resident memory of the server's process (`VmHWM`), in KiB.
+fn peak_kib(served: &Served) -> u64 {
+    std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_batch_past_max_batch_is_refused_before_its_members_take_memory() {
+    let dir = workspace("");
+    let server = serve(dir.path(), &[], Some(TOKEN));
+    let port = server.port;
+    let session = batch_session(port);
+    // 90,000 pings: 3.9 MiB, under max_body_bytes. Built as members they took 75 MiB more.
+    let body: Vec<String> = (0..90_000)
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+        .collect();
+    let body = format!("[{}]", body.join(","));
+    assert!(body.len() < 4 * 1024 * 1024);
+    let before = peak_kib(&server);
+    let refused = Request {
+        method: "POST",
+        headers: vec![
+            ("Authorization", format!("Bearer {TOKEN}")),
+            ("Mcp-Session-Id", session.clone()),
+        ],
+        body,
+    }
+    .send(port);
+    assert_eq!(refused.status, 400, "{}", refused.head);
+    let error: Value = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    let said = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("90000") && said.contains("max_batch"),
+        "{said}"
+    );
+    // The body itself is held (3.9 MiB, and hyper's buffers); its members never are.
+    let grown = peak_kib(&server).saturating_sub(before);
+    assert!(grown < 32 * 1024, "the refusal took {grown} KiB");
+    let after = in_session(post(&bash_call(2, "echo after")), &session).send(port);
+    assert!(text(&after).contains("after"), "{after:?}");
+}
