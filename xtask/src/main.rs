@@ -5,7 +5,8 @@
 //!   --locked`), Debian's Chromium for the browse tests (apt-get, when run as root), the
 //!   Python MCP SDK for the test that drives `vak-tools mcp` with a real client (pip), and
 //!   ImageMagick, exiftool and iconv for the file tools' tests that make their files with them
-//!   (apt-get, when run as root);
+//!   and HAProxy for the MCP test behind it (apt-get, when run as root), and
+//!   `kubernetes-validate` (pip), which checks the manifests under deploy/kubernetes;
 //! - `conformance`: MCP's official conformance suite against `vak-tools mcp --http` (Node.js 22
 //!   and the suite installed into target/conformance with npm when missing; also a step of `ci`);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
@@ -159,6 +160,42 @@ fn ensure_python_mcp() -> Result<(), String> {
     })
 }
 
+/// The schema check of the Kubernetes manifests under deploy/kubernetes (PyPI).
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate";
+
+/// Installs `kubernetes-validate` with pip when it is missing (python3 there).
+fn ensure_kubernetes_validate() -> Result<(), String> {
+    if on_path(KUBERNETES_VALIDATE) || !on_path("python3") {
+        return Ok(());
+    }
+    println!("xtask: installing `{KUBERNETES_VALIDATE}` with pip (not found)");
+    let install = ["-m", "pip", "install", "--quiet", KUBERNETES_VALIDATE];
+    run("python3", &install, &[]).or_else(|_| {
+        let mut forced = install.to_vec();
+        forced.push("--break-system-packages");
+        run("python3", &forced, &[])
+    })
+}
+
+/// Validates every manifest under deploy/kubernetes against the Kubernetes schemas, strictly
+/// (an unknown field is an error).
+fn validate_manifests() -> Result<(), String> {
+    let dir = project_root().join("deploy/kubernetes");
+    let mut manifests: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|error| format!("cannot list {}: {error}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .map(|path| path.display().to_string())
+        .collect();
+    manifests.sort();
+    println!("\n==> kubernetes manifests: {KUBERNETES_VALIDATE} --strict");
+    let mut args = vec!["--strict", "--quiet"];
+    args.extend(manifests.iter().map(String::as_str));
+    run(KUBERNETES_VALIDATE, &args, &[])
+        .map_err(|error| format!("the Kubernetes manifests failed their schema check: {error}"))
+}
+
 /// Whether `program` runs and prints `expect` on its standard output for `args`.
 fn prints(program: &str, args: &[&str], expect: &str) -> bool {
     Command::new(program)
@@ -219,6 +256,24 @@ fn ensure_file_tools() -> Result<(), String> {
         names.join(", ")
     );
     apt_install(&packages)
+}
+
+/// Installs Debian's HAProxy with apt-get (when run as root and it is missing), for the test
+/// that puts `deploy/haproxy/haproxy.cfg` in front of two MCP servers; otherwise a line saying
+/// what to install (that test then fails under CI and says the same).
+fn ensure_haproxy() -> Result<(), String> {
+    if Path::new("/usr/sbin/haproxy").is_file() {
+        return Ok(());
+    }
+    if !is_root() || !on_path("apt-get") {
+        println!(
+            "xtask: /usr/sbin/haproxy not found, so the MCP test behind HAProxy will fail \
+             under CI: install it (Debian/Ubuntu: `sudo apt-get install haproxy`)"
+        );
+        return Ok(());
+    }
+    println!("xtask: installing haproxy with apt-get (not found), for the MCP test behind it");
+    apt_install(&["haproxy"])
 }
 
 /// `apt-get update`, then `apt-get install` of `packages`, quietly and without questions (as
@@ -360,6 +415,9 @@ fn ci() -> Result<(), String> {
     ensure_python_mcp()?;
     ensure_language_servers()?;
     ensure_file_tools()?;
+    ensure_haproxy()?;
+    ensure_kubernetes_validate()?;
+    validate_manifests()?;
     step("format", &["fmt", "--all", "--check"], &[])?;
     step(
         "lint",

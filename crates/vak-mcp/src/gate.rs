@@ -74,6 +74,8 @@ pub(crate) struct Gate {
     version: Option<String>,
     /// Batches whose replies are still being gathered.
     batches: Vec<Batch>,
+    /// Ids (as JSON text) of requests sent on their own, delivered and not answered yet.
+    running: std::collections::HashSet<String>,
 }
 
 /// A batch whose requests are still running.
@@ -124,7 +126,18 @@ impl Gate {
             )),
             Ok(Value::Array(items)) => self.batch(items, &mut inbound),
             Ok(message) => match self.one(message, false) {
-                One::Deliver(message) => inbound.deliver.push(*message),
+                One::Deliver(message) => {
+                    if let ClientJsonRpcMessage::Request(request) = message.as_ref() {
+                        let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                        if self.in_flight(&id) {
+                            // The running request keeps its answer; this one is refused.
+                            inbound.replies.push(duplicate(id));
+                            return inbound;
+                        }
+                        self.running.insert(id.to_string());
+                    }
+                    inbound.deliver.push(*message);
+                }
                 One::Reply(reply) => inbound.replies.push(reply),
                 One::Ignore => {}
             },
@@ -146,6 +159,9 @@ impl Gate {
         }
         let id = message.get("id").cloned();
         let is_reply = message.get("result").is_some() || message.get("error").is_some();
+        if let (true, Some(id)) = (is_reply, &id) {
+            self.running.remove(&id.to_string());
+        }
         if is_reply && id.is_some() && id == self.initialize_id {
             self.initialize_id = None;
             if let Some(version) = message
@@ -214,14 +230,8 @@ impl Gate {
                 One::Deliver(message) => {
                     if let ClientJsonRpcMessage::Request(request) = message.as_ref() {
                         let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-                        let running = |batch: &Batch| batch.waiting.contains(&id);
-                        if running(&batch) || self.batches.iter().any(running) {
-                            batch.replies.push(error_reply(
-                                Some(id),
-                                INVALID_REQUEST,
-                                "this id is already used by a request still running: give \
-                                 each request its own id",
-                            ));
+                        if batch.waiting.contains(&id) || self.in_flight(&id) {
+                            batch.replies.push(duplicate(id));
                             continue;
                         }
                         batch.waiting.push(id);
@@ -307,10 +317,12 @@ impl Gate {
                 .get("params")
                 .and_then(|params| params.get("requestId"))
         {
-            // A cancelled request is never answered: its batch stops waiting for it.
+            // A cancelled request is never answered: its batch stops waiting for it, and its id
+            // is free again.
             for batch in &mut self.batches {
                 batch.waiting.retain(|waiting| waiting != id);
             }
+            self.running.remove(&id.to_string());
         }
         match ClientJsonRpcMessage::deserialize(message) {
             Ok(parsed) => One::Deliver(Box::new(parsed)),
@@ -319,6 +331,12 @@ impl Gate {
                 One::Ignore
             }
         }
+    }
+
+    /// Whether a request with `id` is running: sent on its own or in a batch, not answered.
+    fn in_flight(&self, id: &Value) -> bool {
+        self.running.contains(&id.to_string())
+            || self.batches.iter().any(|batch| batch.waiting.contains(id))
     }
 
     fn response(&mut self, message: &Value) -> One {
@@ -335,6 +353,16 @@ impl Gate {
             )),
         }
     }
+}
+
+/// The refusal of a request whose id is the id of a request still running.
+fn duplicate(id: Value) -> Value {
+    error_reply(
+        Some(id),
+        INVALID_REQUEST,
+        "this id is already used by a request still running: give each request its own id \
+         (the running one keeps its answer)",
+    )
 }
 
 /// The request rmcp reads from `message`, or the error reply when it cannot be served as it is:
@@ -466,11 +494,12 @@ mod tests {
             assert_eq!(out.replies[0]["id"], id);
             assert_eq!(out.replies[0]["error"]["code"], INVALID_PARAMS);
         }
-        // A good one goes through, and so does an unknown method (rmcp says -32601).
-        for method in ["tools/call", "no/such"] {
+        // A good one goes through, and so does an unknown method (rmcp says -32601); each has
+        // its own id (the first is still running when the second comes).
+        for (id, method) in [(9, "tools/call"), (10, "no/such")] {
             let out = inbound(
                 &mut gate,
-                json!({"jsonrpc": "2.0", "id": 9, "method": method,
+                json!({"jsonrpc": "2.0", "id": id, "method": method,
                     "params": {"name": "read", "arguments": {"path": "x"}}}),
             );
             assert_eq!((out.deliver.len(), out.replies.len()), (1, 0), "{method}");
@@ -546,6 +575,40 @@ mod tests {
         assert_eq!(ids, [1, 2, 3]);
         let invalid = replies.iter().find(|r| r["id"] == 2).unwrap();
         assert_eq!(invalid["error"]["code"], INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_request_id_in_flight_is_refused_until_it_is_answered_or_cancelled() {
+        let mut gate = Gate::new();
+        initialize(&mut gate, "2025-06-18");
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+        assert_eq!(inbound(&mut gate, call.clone()).deliver.len(), 1);
+        // The same id while the first runs: refused, not delivered.
+        let out = inbound(&mut gate, call.clone());
+        assert!(out.deliver.is_empty());
+        assert_eq!(out.replies[0]["id"], 7);
+        assert_eq!(out.replies[0]["error"]["code"], INVALID_REQUEST);
+        // Nor inside a batch of a session that has batches.
+        let mut batched = Gate::new();
+        initialize(&mut batched, "2025-03-26");
+        assert_eq!(inbound(&mut batched, call.clone()).deliver.len(), 1);
+        let out = inbound(&mut batched, json!([call.clone()]));
+        assert!(out.deliver.is_empty());
+        assert_eq!(out.replies[0][0]["error"]["code"], INVALID_REQUEST);
+        // Answered, the id is free again.
+        let answer = json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}});
+        assert_eq!(gate.outbound(answer.clone()), vec![answer]);
+        assert_eq!(inbound(&mut gate, call.clone()).deliver.len(), 1);
+        // Cancelled, too (a cancelled request is not answered).
+        inbound(
+            &mut gate,
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 7}}),
+        );
+        assert_eq!(inbound(&mut gate, call).deliver.len(), 1);
+        // A string id is another id than the number.
+        let named = json!({"jsonrpc": "2.0", "id": "7", "method": "tools/list"});
+        assert_eq!(inbound(&mut gate, named).deliver.len(), 1);
     }
 
     #[test]

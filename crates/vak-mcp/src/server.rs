@@ -35,6 +35,7 @@ use vak_tool_core::{
 use vak_window::{Recall as Marker, WINDOW_CHARS, window};
 
 use crate::recall::{RECALL, Recall, record};
+use crate::stateless::jobs::{self, Route};
 use crate::stateless::{Gate, Stateless};
 use crate::tasks::Tasks;
 use crate::{McpSettings, approval, progress};
@@ -367,6 +368,71 @@ impl Server {
         }
     }
 
+    /// A `bash` background start or a `jobs` call of a request without a session, run in the
+    /// session of its job (see [`crate::stateless::jobs`]); `None` for any other call.
+    async fn job_call(
+        &self,
+        stateless: &Stateless,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<ToolOutput> {
+        let jobs = stateless.jobs();
+        if !jobs.enabled() {
+            return None;
+        }
+        let name = request.name.as_ref();
+        let args = match &request.arguments {
+            Some(map) => serde_json::Value::Object(map.clone()),
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let credential = jobs::credential_of(context);
+        match jobs.route(name, &args, &credential) {
+            Route::Plain => None,
+            Route::Refused(output) => Some(output),
+            Route::Start { handle, session } => {
+                stateless.join(&session);
+                let output = self.call_in(Some(session), name, args, context).await;
+                Some(jobs.started(&handle, output))
+            }
+            Route::On {
+                handle,
+                session,
+                args,
+                stop,
+            } => {
+                stateless.join(&session);
+                let output = self.call_in(Some(session), name, args, context).await;
+                Some(jobs.named(&handle, stop, output))
+            }
+            Route::List(held) => {
+                let mut listed = Vec::new();
+                for (handle, session) in held {
+                    let list = serde_json::json!({"action": "list"});
+                    let output = self.call_in(Some(session), jobs::JOBS, list, context).await;
+                    listed.push((handle, output));
+                }
+                Some(jobs.listed(&listed))
+            }
+        }
+    }
+
+    /// [`Server::call`] in `session` instead of the server's own.
+    async fn call_in(
+        &self,
+        session: Option<Session>,
+        name: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolOutput {
+        match self.prepare(name, args, context).await {
+            Ok(mut prepared) => {
+                prepared.session = session;
+                self.run(prepared, context).await
+            }
+            Err(refusal) => refusal,
+        }
+    }
+
     /// The first part of a call, while its request is open: its place in the session's queue,
     /// the tool, the person's approval. `Err` is the result of a call that will not run.
     pub(crate) async fn prepare(
@@ -398,6 +464,7 @@ impl Server {
             name: name.to_owned(),
             args,
             approved,
+            session: None,
         })
     }
 
@@ -413,10 +480,15 @@ impl Server {
             name,
             args,
             approved,
+            session,
         } = prepared;
         let name = name.as_str();
         let token = self.inner.shutdown.child_token();
-        let mut ctx = self.inner.ctx.clone().with_parent_cancel(&token);
+        let ctx = match session {
+            Some(session) => self.inner.ctx.clone().with_session(session),
+            None => self.inner.ctx.clone(),
+        };
+        let mut ctx = ctx.with_parent_cancel(&token);
         if let Some(mode) = approved {
             // The person's approval widens what this one call may do (bash's sandbox).
             ctx = ctx.with_approval(mode);
@@ -497,6 +569,9 @@ pub(crate) struct Prepared {
     name: String,
     args: serde_json::Value,
     approved: Option<PermissionMode>,
+    /// The session the call runs in instead of the server's own (a background job of a
+    /// request without a session, see [`crate::stateless::jobs`]).
+    session: Option<Session>,
 }
 
 impl Server {
@@ -640,6 +715,9 @@ impl ServerHandler for Server {
                 }
                 Gate::Refused(output) => return Ok(self.windowed(output).into()),
                 Gate::Ask(input) => return Ok(CallToolResponse::InputRequired(*input)),
+            }
+            if let Some(output) = self.job_call(stateless, &request, &context).await {
+                return Ok(self.windowed(output).into());
             }
         }
         let tasks = self.tasks_of(&context);

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 /// header_timeout_ms = 10000   # time to send a request head (and between requests)
 /// max_connections_per_peer = 256  # connections open at once from one address
 /// max_batch = 1000            # messages in one JSON-RPC batch
+/// sessionless_jobs_max = 32   # background jobs of requests without a session, per server
+/// sessionless_jobs_per_credential = 8  # ... of those, per bearer token
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -61,6 +63,13 @@ pub struct McpSettings {
     /// `mcp --http`: the messages one JSON-RPC batch (protocol 2025-03-26) may hold; a larger
     /// batch is refused whole with -32600 (1,000).
     pub max_batch: usize,
+    /// `mcp --http`: the background jobs that requests without a session (protocol
+    /// 2026-07-28) may hold at once on this server; a start past it is refused with an error
+    /// result naming this setting. `0`: such requests start no background job (32).
+    pub sessionless_jobs_max: usize,
+    /// `mcp --http`: of [`McpSettings::sessionless_jobs_max`], the jobs one credential (one
+    /// bearer token; everyone with `--no-auth`) may hold at once (8).
+    pub sessionless_jobs_per_credential: usize,
 }
 
 impl Default for McpSettings {
@@ -76,6 +85,8 @@ impl Default for McpSettings {
             header_timeout_ms: 10_000,
             max_connections_per_peer: 256,
             max_batch: 1000,
+            sessionless_jobs_max: 32,
+            sessionless_jobs_per_credential: 8,
         }
     }
 }
@@ -107,7 +118,8 @@ impl McpSettings {
             "mcp --http: at most {} sessions open (503 past it), a session idle {} ms is ended, \
              {} tool calls at once, request bodies up to {} bytes, {} bytes of results kept per \
              session for recall, request heads within {} ms, {} connections per peer, {} \
-             messages per batch; browser origins allowed: {origins}\n",
+             messages per batch, {} background jobs without a session ({} per credential); \
+             browser origins allowed: {origins}\n",
             self.max_sessions.max(1),
             self.session_idle_ms.max(1),
             self.max_calls.max(1),
@@ -116,6 +128,8 @@ impl McpSettings {
             self.header_timeout_ms.max(1),
             self.max_connections_per_peer.max(1),
             self.max_batch.max(1),
+            self.sessionless_jobs_max,
+            self.sessionless_jobs_per_credential,
         )
     }
 }

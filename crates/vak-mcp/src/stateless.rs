@@ -15,9 +15,11 @@
 //!   again with the same name and arguments, the answer under `inputResponses.approval` and the
 //!   `requestState` as it was. A pending approval is used once, for exactly that call, and
 //!   expires like a result.
-//! - **Nothing else.** A call that would change the state of a session (a background job, which
-//!   must outlive its call) is refused with an error saying to use a session: there is none to
-//!   own it, and no one could reach it again.
+//! - **Background jobs.** `bash` with `run_in_background` and `jobs` reach one table of jobs
+//!   the server keeps for such requests, by ids no one can guess, bounded per server and per
+//!   credential, each stopped once idle (see [`jobs`]).
+//! - **Nothing else.** A call that would change any other state of a session is refused with an
+//!   error saying to use a session: there is none to own it, and no one could reach it again.
 //!
 //! The HTTP front also answers here what rmcp would get wrong for such a request: the methods
 //! 2026-07-28 removed are 404 with `-32601`, and `inputResponses` must be an object of objects.
@@ -35,7 +37,10 @@ use vak_tool_core::{Access, PermissionMode, Posture, Registry, Session, ToolCont
 use crate::approval;
 use crate::ledger::Ledger;
 use crate::recall::{RECALL, Shared};
+use crate::stateless::jobs::Jobs;
 use crate::{McpSettings, gate};
+
+pub(crate) mod jobs;
 
 /// The key of the approval question in an input-required result and of its answer in the
 /// retried call's `inputResponses`.
@@ -52,6 +57,9 @@ const METHOD_NOT_FOUND: i64 = -32601;
     allow(dead_code, reason = "used by the HTTP transport")
 )]
 const INVALID_PARAMS: i64 = -32602;
+
+/// The state `bash` and `jobs` claim: the jobs, which [`jobs`] keeps for such requests.
+const JOBS_STATE: &str = "jobs";
 
 /// Pending approvals kept at most; the oldest is dropped past it.
 const MAX_PENDING: usize = 1024;
@@ -75,6 +83,8 @@ pub(crate) struct Stateless {
     ledger: Arc<Mutex<Ledger>>,
     pending: Mutex<VecDeque<Pending>>,
     keep: Duration,
+    /// The background jobs of such requests.
+    jobs: Arc<Jobs>,
 }
 
 /// An approval asked for and not yet answered.
@@ -106,6 +116,7 @@ impl Stateless {
             ledger: Arc::new(Mutex::new(Ledger::unguessable(settings.ledger_bytes, keep))),
             pending: Mutex::default(),
             keep,
+            jobs: Jobs::new(settings),
         }
     }
 
@@ -116,6 +127,11 @@ impl Stateless {
             .meta
             .protocol_version()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    }
+
+    /// The background jobs of requests without a session.
+    pub(crate) fn jobs(&self) -> &Jobs {
+        &self.jobs
     }
 
     /// Makes `session` (the request's own) record its results in, and recall from, the shared
@@ -142,10 +158,11 @@ impl Stateless {
             None => Value::Object(serde_json::Map::new()),
         };
         let claims = registry.claims(name, &args, ctx);
-        let keeps = claims
-            .state
-            .iter()
-            .find(|state| state.access == Access::Write && name != RECALL);
+        let keeps = claims.state.iter().find(|state| {
+            state.access == Access::Write
+                && name != RECALL
+                && !(state.name == JOBS_STATE && self.jobs.enabled())
+        });
         if let Some(state) = keeps {
             return Gate::Refused(ToolOutput::error(format!(
                 "`{name}` was not run: this call keeps state between calls (the session's \

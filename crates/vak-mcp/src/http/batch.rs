@@ -187,6 +187,22 @@ fn streamed(
 }
 
 impl Front {
+    /// The refusal of a batch of `members` messages, past `[mcp] max_batch`.
+    pub(super) fn too_large(&self, members: usize) -> Response<Body> {
+        json(
+            StatusCode::BAD_REQUEST,
+            &error_reply(
+                None,
+                gate::INVALID_REQUEST,
+                &format!(
+                    "a batch of {members} messages: at most {} are taken in one ([mcp] \
+                     max_batch); send it in smaller batches",
+                    self.max_batch
+                ),
+            ),
+        )
+    }
+
     /// Answers a JSON-RPC batch POST: under protocol 2025-03-26 and older (the
     /// `MCP-Protocol-Version` header, absent meaning 2025-03-26) each message goes to rmcp as a
     /// POST of its own, concurrently, and the replies to its requests come back as one JSON
@@ -220,12 +236,7 @@ impl Front {
             return refuse("an empty batch: send at least one message".to_owned());
         }
         if items.len() > self.max_batch {
-            return refuse(format!(
-                "a batch of {} messages: at most {} are taken in one ([mcp] max_batch); send \
-                 it in smaller batches",
-                items.len(),
-                self.max_batch
-            ));
+            return self.too_large(items.len());
         }
         let streams = accepts_event_stream(&parts.headers);
         let in_session = self.sessions.server(&parts.headers).is_some();
@@ -304,6 +315,34 @@ impl Front {
     }
 }
 
+/// The members of `body` when it is one JSON array, counted without building them (so that a
+/// batch past `[mcp] max_batch` is refused before its messages take any memory); `None` when
+/// it is not an array or not well-formed JSON (the parse that follows says why).
+pub(super) fn members(body: &[u8]) -> Option<usize> {
+    struct Count;
+    impl<'de> serde::de::Visitor<'de> for Count {
+        type Value = usize;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a JSON array")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut count = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                count += 1;
+            }
+            Ok(count)
+        }
+    }
+    let start = body.iter().position(|byte| !byte.is_ascii_whitespace())?;
+    if body[start] != b'[' {
+        return None;
+    }
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    serde::Deserializer::deserialize_seq(&mut reader, Count).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +395,16 @@ mod tests {
         assert!(accepts_event_stream(&with("*/*")));
         assert!(!accepts_event_stream(&with("application/json")));
         assert!(!accepts_event_stream(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn members_are_counted_without_building_them() {
+        assert_eq!(
+            members(br#" [{"id": 1, "method": "ping"}, {"a": [1, 2]}, 3]"#),
+            Some(3)
+        );
+        assert_eq!(members(b"[]"), Some(0));
+        assert_eq!(members(br#"{"id": 1}"#), None);
+        assert_eq!(members(b"[1, 2"), None);
     }
 }

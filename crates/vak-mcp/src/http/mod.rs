@@ -428,6 +428,11 @@ impl Front {
             }
         };
         if parts.method == Method::POST {
+            if let Some(members) = batch::members(&body)
+                && members > self.max_batch
+            {
+                return self.too_large(members);
+            }
             let message = match serde_json::from_slice::<Value>(&body) {
                 Ok(message) => message,
                 Err(error) => {

@@ -238,7 +238,8 @@ fn older_versions_keep_their_sessions() {
 
 #[test]
 fn a_call_that_keeps_session_state_is_refused_without_a_session() {
-    let dir = workspace("");
+    // With no room for jobs of requests without a session (see the tests below for the room).
+    let dir = workspace("[mcp]\nsessionless_jobs_max = 0\n");
     let served = serve(dir.path(), &["--no-auth"], None);
     let started = call(
         &served,
@@ -327,4 +328,119 @@ fn an_approval_without_a_session_is_an_input_required_round_trip() {
     let refused = ask(&served, 8, "tools/call", declined, elicits).message()["result"].clone();
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("declined"), "{refused}");
+}
+
+/// The job id a background start without a session names: `j` and 32 hex digits.
+fn job_id_of(started: &Value) -> String {
+    let said = text(started);
+    let at = said
+        .find("job_id \"j")
+        .unwrap_or_else(|| panic!("no job id in {said}"));
+    let id: String = said[at + "job_id \"".len()..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    assert!(
+        id.len() == 33 && id[1..].chars().all(|c| c.is_ascii_hexdigit()),
+        "an unguessable id, not a count: {id} in {said}"
+    );
+    id
+}
+
+#[test]
+fn a_background_job_without_a_session_is_reached_by_its_unguessable_id() {
+    let dir = workspace("");
+    let served = serve(dir.path(), &["--no-auth"], None);
+    let started = call(
+        &served,
+        1,
+        "bash",
+        json!({"command": "echo ready; read line; echo got-$line; sleep 600",
+               "run_in_background": true}),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    let id = job_id_of(&started);
+    assert!(
+        text(&started).contains("without a `jobs` call"),
+        "{started}"
+    );
+    // Other requests, other connections, reach it by its id.
+    let wrote = call(
+        &served,
+        2,
+        "jobs",
+        json!({"action": "write", "job_id": id, "input": "hello\n"}),
+    );
+    assert_eq!(wrote["isError"], false, "{wrote}");
+    let mut seen = text(&wrote);
+    for n in 0..60 {
+        if seen.contains("got-hello") {
+            break;
+        }
+        let read = call(
+            &served,
+            3 + n,
+            "jobs",
+            json!({"action": "read", "job_id": id, "wait_ms": 1000}),
+        );
+        assert_eq!(read["isError"], false, "{read}");
+        seen.push_str(&text(&read));
+    }
+    assert!(seen.contains("got-hello"), "{seen}");
+    let listed = call(&served, 70, "jobs", json!({"action": "list"}));
+    assert!(text(&listed).contains(&format!("job \"{id}\"")), "{listed}");
+    assert!(text(&listed).contains("running"), "{listed}");
+    // A number, as a session's jobs have, names nothing here; a guess is unknown.
+    let numbered = call(&served, 71, "jobs", json!({"action": "read", "job_id": 1}));
+    assert_eq!(numbered["isError"], true, "{numbered}");
+    assert!(text(&numbered).contains("not a number"), "{numbered}");
+    let guessed = call(
+        &served,
+        72,
+        "jobs",
+        json!({"action": "read", "job_id": format!("j{}", "0".repeat(32))}),
+    );
+    assert_eq!(guessed["isError"], true, "{guessed}");
+    let stopped = call(&served, 73, "jobs", json!({"action": "stop", "job_id": id}));
+    assert_eq!(stopped["isError"], false, "{stopped}");
+    let gone = call(&served, 74, "jobs", json!({"action": "read", "job_id": id}));
+    assert_eq!(gone["isError"], true, "{gone}");
+    assert!(text(&gone).contains("names no background job"), "{gone}");
+}
+
+#[test]
+fn jobs_without_a_session_are_bounded_and_an_idle_one_is_stopped() {
+    let dir = workspace("[mcp]\nsessionless_jobs_max = 1\nsession_idle_ms = 3000\n");
+    let served = serve(dir.path(), &["--no-auth"], None);
+    let tag = |name: &str| format!("vak-sessionless-job-{name}-{}", std::process::id());
+    let start = |id: u64, name: &str| {
+        call(
+            &served,
+            id,
+            "bash",
+            json!({"command": format!("sh -c 'sleep 600; :' {}", tag(name)),
+                   "run_in_background": true}),
+        )
+    };
+    let first = start(1, "first");
+    assert_eq!(first["isError"], false, "{first}");
+    let id = job_id_of(&first);
+    crate::http::eventually("the job runs", || {
+        !crate::procs::running_with(&tag("first")).is_empty()
+    });
+    let refused = start(2, "second");
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("sessionless_jobs_max"), "{refused}");
+    // No call names the job: once idle it is stopped, its process killed, its place free.
+    crate::http::eventually("the idle job's process is killed", || {
+        crate::procs::running_with(&tag("first")).is_empty()
+    });
+    let gone = call(&served, 3, "jobs", json!({"action": "read", "job_id": id}));
+    assert!(text(&gone).contains("names no background job"), "{gone}");
+    let again = start(4, "third");
+    assert_eq!(again["isError"], false, "{again}");
+    assert!(
+        !crate::procs::running_with(&tag("third")).is_empty(),
+        "{again}"
+    );
 }

@@ -70,13 +70,22 @@ fn a_2026_call_that_names_a_session_does_not_wedge_that_session() {
         .send(port);
     assert_eq!(reply.status, 200, "{reply:?}");
     assert!(text(&reply).contains("without-a-session"), "{reply:?}");
-    // The session's own calls that conflict with it still run (they waited forever before).
-    let read = in_session(
-        post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "read", "arguments": {"path": "note.txt"}}})),
-        &session,
-    )
-    .send(port);
+    // The session's own calls that conflict with it still run (they waited forever before:
+    // the answer's stream stays open with keep-alives, so the wait is bounded here).
+    let (sent, answered) = std::sync::mpsc::channel();
+    let asked = session.clone();
+    std::thread::spawn(move || {
+        let read = in_session(
+            post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "read", "arguments": {"path": "note.txt"}}})),
+            &asked,
+        )
+        .send(port);
+        let _ = sent.send(read);
+    });
+    let read = answered
+        .recv_timeout(Duration::from_secs(180))
+        .expect("the session's `read` is never answered: the session is wedged");
     assert!(text(&read).contains("hello"), "{read:?}");
     let bash = in_session(post(&bash_call(4, "echo in-session")), &session).send(port);
     assert!(text(&bash).contains("in-session"), "{bash:?}");
@@ -92,7 +101,10 @@ fn a_request_id_in_flight_in_a_session_is_refused_and_the_running_call_keeps_its
         let session = session.clone();
         std::thread::spawn(move || {
             in_session(
-                post(&bash_call(7, "touch started; sleep 2; echo first-answer")),
+                post(&bash_call(
+                    7,
+                    "touch started; while [ ! -e release ]; do sleep 0.05; done; echo first-answer",
+                )),
                 &session,
             )
             .send(port)
@@ -105,6 +117,7 @@ fn a_request_id_in_flight_in_a_session_is_refused_and_the_running_call_keeps_its
     let refusal = second.message();
     assert_eq!(refusal["id"], 7, "{second:?}");
     assert_eq!(refusal["error"]["code"], -32600, "{second:?}");
+    std::fs::write(dir.path().join("release"), "").unwrap();
     let first = first.join().unwrap();
     assert_eq!(first.status, 200, "{first:?}");
     assert!(text(&first).contains("first-answer"), "{first:?}");
@@ -512,4 +525,189 @@ fn delete_of_a_session_that_is_not_open_is_404() {
     assert!(ended.status == 200 || ended.status == 204, "{ended:?}");
     let again = delete(&session);
     assert_eq!(again.status, 404, "{again:?}");
+}
+
+/// The page the browser test loads: it talks to the MCP server at `mcp` (another port, so
+/// another origin) and posts what it saw back to its own origin's `/result`.
+fn cors_page(mcp: u16) -> String {
+    format!(
+        r#"<!doctype html><title>cors</title><script>
+const server = "http://127.0.0.1:{mcp}/mcp";
+const base = {{"Authorization": "Bearer {TOKEN}", "Content-Type": "application/json",
+  "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}};
+const seen = {{}};
+async function rpc(body, session, method) {{
+  const headers = Object.assign({{}}, base);
+  if (session) headers["Mcp-Session-Id"] = session;
+  return fetch(server, {{method: method || "POST", headers, body}});
+}}
+(async () => {{
+  try {{
+    const opened = await rpc(JSON.stringify({{jsonrpc: "2.0", id: 1, method: "initialize",
+      params: {{protocolVersion: "2025-06-18", capabilities: {{}},
+      clientInfo: {{name: "chromium", version: "0"}}}}}}));
+    seen.status = opened.status;
+    seen.session = opened.headers.get("Mcp-Session-Id");
+    seen.opened = await opened.text();
+    const done = await rpc(JSON.stringify({{jsonrpc: "2.0", method: "notifications/initialized"}}),
+      seen.session);
+    seen.initialized = done.status;
+    const call = await rpc(JSON.stringify({{jsonrpc: "2.0", id: 2, method: "tools/call",
+      params: {{name: "bash", arguments: {{command: "echo from-the-browser"}}}}}}), seen.session);
+    seen.called = call.status;
+    seen.said = await call.text();
+    const ended = await rpc(undefined, seen.session, "DELETE");
+    seen.deleted = ended.status;
+  }} catch (error) {{
+    seen.error = String(error);
+  }}
+  await fetch("/result", {{method: "POST", body: JSON.stringify(seen)}});
+}})();
+</script>"#
+    )
+}
+
+/// Serves `page` at `/` on `listener` until a POST to `/result` arrives; its body.
+fn serve_page_until_result(listener: &std::net::TcpListener, page: &str) -> String {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut first = String::new();
+        if reader.read_line(&mut first).is_err() {
+            continue;
+        }
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        let _ = reader.read_exact(&mut body);
+        let (status, answer) = if first.starts_with("GET / ") {
+            ("200 OK", page)
+        } else if first.starts_with("POST /result ") {
+            ("204 No Content", "")
+        } else {
+            ("404 Not Found", "")
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{answer}",
+            answer.len()
+        );
+        if first.starts_with("POST /result ") {
+            return String::from_utf8_lossy(&body).into_owned();
+        }
+    }
+    String::new()
+}
+
+#[test]
+fn a_page_of_a_listed_origin_in_chromium_opens_a_session_calls_and_ends_it() {
+    const CHROMIUM: &str = "/usr/bin/chromium";
+    let found = if std::path::Path::new(CHROMIUM).is_file() {
+        Ok(())
+    } else {
+        Err(format!("{CHROMIUM} is not installed"))
+    };
+    if !vak_test_support::skip::present_or_skip(found, "`cargo xtask ci` installs it") {
+        return;
+    }
+    let pages = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://127.0.0.1:{}", pages.local_addr().unwrap().port());
+    let dir = workspace(&format!("[mcp]\nallowed_origins = [\"{origin}\"]\n"));
+    let server = serve(dir.path(), &[], Some(TOKEN));
+    let profile = tempfile::tempdir().unwrap();
+    let mut browser = Command::new(CHROMIUM)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("{origin}/"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let result = serve_page_until_result(&pages, &cors_page(server.port));
+    let _ = browser.kill();
+    let _ = browser.wait();
+    let seen: Value = serde_json::from_str(&result).unwrap_or_else(|_| json!({"raw": result}));
+    assert!(
+        seen.get("error").is_none(),
+        "the page's fetch failed: {seen}"
+    );
+    assert_eq!(seen["status"], 200, "{seen}");
+    let session = seen["session"].as_str().unwrap_or_default();
+    assert!(session.len() >= 16, "the page reads Mcp-Session-Id: {seen}");
+    assert_eq!(seen["initialized"], 202, "{seen}");
+    assert_eq!(seen["called"], 200, "{seen}");
+    assert!(
+        seen["said"]
+            .as_str()
+            .is_some_and(|said| said.contains("from-the-browser")),
+        "{seen}"
+    );
+    assert!(seen["deleted"] == 200 || seen["deleted"] == 204, "{seen}");
+}
+
+/// The peak resident memory of the server's process (`VmHWM`), in KiB.
+fn peak_kib(served: &Served) -> u64 {
+    std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_batch_past_max_batch_is_refused_before_its_members_take_memory() {
+    let dir = workspace("");
+    let server = serve(dir.path(), &[], Some(TOKEN));
+    let port = server.port;
+    let session = batch_session(port);
+    // 90,000 pings: 3.9 MiB, under max_body_bytes. Built as members they took 75 MiB more.
+    let body: Vec<String> = (0..90_000)
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+        .collect();
+    let body = format!("[{}]", body.join(","));
+    assert!(body.len() < 4 * 1024 * 1024);
+    let before = peak_kib(&server);
+    let refused = Request {
+        method: "POST",
+        headers: vec![
+            ("Authorization", format!("Bearer {TOKEN}")),
+            ("Mcp-Session-Id", session.clone()),
+        ],
+        body,
+    }
+    .send(port);
+    assert_eq!(refused.status, 400, "{}", refused.head);
+    let error: Value = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    let said = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("90000") && said.contains("max_batch"),
+        "{said}"
+    );
+    // The body itself is held (3.9 MiB, and hyper's buffers); its members never are.
+    let grown = peak_kib(&server).saturating_sub(before);
+    assert!(grown < 32 * 1024, "the refusal took {grown} KiB");
+    let after = in_session(post(&bash_call(2, "echo after")), &session).send(port);
+    assert!(text(&after).contains("after"), "{after:?}");
 }

@@ -10,6 +10,7 @@ mod cli;
 mod conformance;
 mod http;
 mod http_2026;
+mod http_haproxy;
 mod http_hostile;
 mod http_load;
 mod http_sessions;

@@ -517,3 +517,78 @@ fn a_client_piping_stdin_gets_no_terminal_hint_on_stderr() {
     assert!(!stderr.contains("stdin/stdout"), "{stderr}");
     assert!(output.stdout.is_empty(), "{:?}", output.stdout);
 }
+
+#[test]
+fn over_stdio_a_request_id_in_flight_is_refused_and_the_running_call_keeps_its_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--workspace"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    // Every line the server writes, read on a thread of its own.
+    let (lines, answers) = std::sync::mpsc::channel::<Value>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if let Ok(message) = serde_json::from_str::<Value>(&line)
+                && lines.send(message).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let next = || {
+        answers
+            .recv_timeout(Duration::from_secs(120))
+            .expect("an answer from the server")
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "dup-test", "version": "0"}}}),
+    );
+    assert_eq!(next()["id"], 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = |command: &str| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": command}}})
+    };
+    // The first call runs until the test has seen the duplicate refused.
+    send(call(
+        "echo go > started; while [ ! -e release ]; do sleep 0.05; done; echo first-answer",
+    ));
+    wait_for_file(&dir.path().join("started"), Duration::from_secs(60));
+    send(call("echo second-answer"));
+    // The duplicate is refused at once; the running call then gets its own answer.
+    let refused = next();
+    assert_eq!(refused["id"], 7, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    std::fs::write(dir.path().join("release"), "").unwrap();
+    let first = next();
+    assert_eq!(first["id"], 7, "{first}");
+    assert!(
+        first["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("first-answer")),
+        "{first}"
+    );
+    // Answered, the id may be used again.
+    send(call("echo third-answer"));
+    let third = next();
+    assert!(third.to_string().contains("third-answer"), "{third}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

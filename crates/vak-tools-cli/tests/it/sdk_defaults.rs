@@ -67,3 +67,37 @@ fn the_python_sdk_with_its_defaults_reads_a_4_mib_image_over_http_and_stdio() {
     let over_stdio = run_client(dir.path(), "stdio", BIN);
     check("stdio", &over_stdio);
 }
+
+#[test]
+fn the_python_sdk_with_its_defaults_runs_a_background_job_and_recalls_without_a_session() {
+    // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
+    if !vak_test_support::python::mcp_sdk_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--no-auth"], None);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sessionless_client.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(format!("http://127.0.0.1:{}/mcp", server.port))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(got["started_failed"], false, "{got}");
+    let job = got["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no job id: {got}"));
+    assert_eq!(got["answered"], true, "{got}");
+    assert!(
+        got["listed"].as_str().unwrap_or_default().contains(job),
+        "{got}"
+    );
+    assert_eq!(got["stopped_failed"], false, "{got}");
+    let recall = got["recall_id"].as_str().unwrap_or_default();
+    assert!(recall.len() == 33 && recall.starts_with('r'), "{got}");
+    assert_eq!(got["recalled_failed"], false, "{got}");
+    assert!(got["recalled_chars"].as_u64().unwrap_or(0) > 0, "{got}");
+}
