@@ -2,7 +2,8 @@
 //! its own inode), at 1 MB and 100 MB, in one run:
 //! - `journalled`: what `write` and `edit` do now: the journal (synced, renamed into place and
 //!   locked) before anything is made, the new content and a backup of the old synced beside
-//!   the file, the commit marker, then the copy into the inode, synced, and the clean-up.
+//!   the file (and their folder), the commit marker, then the copy into the inode, synced, and
+//!   the clean-up.
 //! - `unjournalled`: the same transaction without a journal, as `write` and `edit` wrote in
 //!   place before it was journalled (new content and backup synced, the copy, the clean-up).
 //! - `plain_copy`: the floor, no safety at all: the new bytes written over the file, synced.
