@@ -474,6 +474,19 @@ impl Run {
             self.step()?;
         }
         if let Some(commit) = self.files.as_ref().map(|files| files.commit.clone()) {
+            // Recovery past the commit point rolls forward from the new contents and back from
+            // the backups: their names, not only their bytes, must survive a power cut, so the
+            // folders that hold them are synced before any target changes.
+            let mut folders: Vec<&Path> = planned
+                .iter()
+                .filter(|entry| entry.op == Op::Write)
+                .filter_map(|entry| entry.temp.parent())
+                .collect();
+            folders.sort_unstable();
+            folders.dedup();
+            for folder in folders {
+                journal::sync_dir(Some(folder));
+            }
             let ways: Vec<Apply> = planned.iter().map(|entry| entry.apply).collect();
             let existed: Vec<bool> = planned
                 .iter()

@@ -219,3 +219,40 @@ fn a_command_run_first_finds_the_file_whole_and_its_result_says_what_was_recover
     );
     assert_clean(&root, &new, &[]);
 }
+
+#[tokio::test]
+async fn mcp_recovers_when_it_starts_before_any_call_and_the_first_file_tool_result_says_so() {
+    use rmcp::ServiceExt;
+
+    let (_dir, root, _old, new) = interrupted(false);
+    std::fs::write(root.join("other.txt"), "other\n").unwrap();
+    let mut command = tokio::process::Command::new(crate::BIN);
+    command.arg("mcp").arg("--workspace").arg(&root);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    // The handshake is answered once the server serves, which it does after recovering.
+    let client = ().serve(transport).await.unwrap();
+    assert_clean(&root, &new, &["other.txt"]);
+    let first = read_other(&client).await;
+    assert!(
+        first.contains(
+            "note: before this call, finished a write of 1 file that a stopped process had left \
+             half done (`f.txt`): every file now has its new content."
+        ),
+        "{first}"
+    );
+    let second = read_other(&client).await;
+    assert!(!second.contains("before this call"), "{second}");
+    client.cancel().await.unwrap();
+}
+
+/// `read` of `other.txt` over MCP: the result's text.
+async fn read_other(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> String {
+    let params = rmcp::model::CallToolRequestParams::new("read".to_owned()).with_arguments(
+        serde_json::json!({"path": "other.txt"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let result = client.call_tool(params).await.unwrap();
+    crate::mcp::text_of(&result)
+}
