@@ -111,6 +111,8 @@ pub(crate) fn prepare(
             || point == mqueue
             || point == Path::new("/dev/ptmx")
             || point.starts_with("/dev/pts")
+            // Mounted read-only already: another remount each would only cost time.
+            || deny.iter().any(|path| point == path.as_path())
     };
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|error| format!("reading /proc/self/mountinfo: {error}"))?;
