@@ -1,6 +1,6 @@
 //! Benchmarks of the `bash` tool: the cost of a call over a bare spawn, unsandboxed
 //! (`full-access`) and in the sandbox of the other modes, and the throughput of a flood through
-//! the capture.
+//! the capture, and how soon a background start returns.
 //!
 //! `cargo bench -p vak-tool-bash --bench bash` (every bench), or
 //! `cargo bench -p vak-tool-bash --bench bash -- spawn` (the spawn costs, sandboxed next to
@@ -299,5 +299,77 @@ mod flood {
             .find_map(|line| line.strip_prefix("VmHWM:"))
             .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
+    }
+}
+
+mod background {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// What a background start runs: a server that prints a banner at once, a job that prints
+    /// nothing (the start waits all of `job_settle_ms`, as every start did before it returned
+    /// on the first output), and a command that fails at once.
+    #[derive(Debug, Clone, Copy)]
+    enum Job {
+        PrintsAtOnce,
+        PrintsNothing,
+        FailsAtOnce,
+    }
+
+    impl std::fmt::Display for Job {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(match self {
+                Job::PrintsAtOnce => "prints at once",
+                Job::PrintsNothing => "prints nothing",
+                Job::FailsAtOnce => "fails at once",
+            })
+        }
+    }
+
+    /// A `bash` start with `run_in_background` in `workspace-write` (the default settings:
+    /// `job_settle_ms` 1000), until its result; the job is stopped before the next sample,
+    /// unmeasured.
+    #[divan::bench(
+        sample_count = 10,
+        sample_size = 1,
+        args = [Job::PrintsAtOnce, Job::PrintsNothing, Job::FailsAtOnce],
+    )]
+    fn start(bencher: divan::Bencher<'_, '_>, job: Job) {
+        let fixture = sandboxed_fixture(Sandbox::WorkspaceGuarded);
+        fixture.call("true");
+        let command = match job {
+            Job::PrintsAtOnce => "echo listening on 127.0.0.1:8000; sleep 30",
+            Job::PrintsNothing => "sleep 30",
+            Job::FailsAtOnce => "echo 'address already in use' >&2; exit 3",
+        };
+        let last = Cell::new(None::<u64>);
+        let stop = |last: &Cell<Option<u64>>| {
+            if let Some(id) = last.take() {
+                fixture.rt.block_on(fixture.registry.call(
+                    "jobs",
+                    json!({"action": "stop", "job_id": id}),
+                    &fixture.ctx,
+                ));
+            }
+        };
+        bencher
+            .with_inputs(|| stop(&last))
+            .bench_local_values(|()| {
+                let out = fixture.rt.block_on(fixture.registry.call(
+                    "bash",
+                    json!({"command": command, "run_in_background": true}),
+                    &fixture.ctx,
+                ));
+                let text = out.text_content();
+                let id = text
+                    .strip_prefix("job ")
+                    .and_then(|rest| rest.split(' ').next())
+                    .and_then(|id| id.parse().ok());
+                assert!(id.is_some(), "{text}");
+                last.set(id);
+                text
+            });
+        stop(&last);
     }
 }

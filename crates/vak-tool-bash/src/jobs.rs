@@ -6,8 +6,10 @@
 //! its processes found and stopped the same way), except that its standard input is a pipe the
 //! model writes to, or with `tty` a pseudo-terminal (see `pty`), and that its output goes to a
 //! bounded ring per stream (see `ring`) that each read empties, counting what had to be dropped
-//! unread. A start waits [`BashSettings::job_settle_ms`] for the job's first words (or its early
-//! end: a server that fails at once says so in the start's result).
+//! unread. A start returns as soon as the job has printed its first words (once its output has
+//! been quiet for 100 ms) or has ended, and at the latest after [`BashSettings::job_settle_ms`]:
+//! a server that prints its banner returns at once with it, one that fails at once says so in
+//! the start's result, and a job that prints nothing returns after `job_settle_ms`.
 //!
 //! Jobs live in the [`Session`](vak_tool_core::Session) of the calls (an MCP connection, a CLI
 //! call, a library's owner value), within its limits ([`BashSettings::jobs_max`] running jobs,
@@ -41,6 +43,10 @@ use vak_sandbox::Policy;
 pub const MAX_WAIT_MS: u64 = 600_000;
 /// How long `write` waits for the job's answer when `wait_ms` is not given.
 const WRITE_WAIT_MS: u64 = 2000;
+/// How long a background start waits, once the job has printed something, for output to stop
+/// coming before it returns (never past `job_settle_ms`): the first lines of a banner come
+/// whole, and a command that prints its error and exits says how it ended.
+const SETTLE_QUIET: Duration = Duration::from_millis(100);
 /// Ctrl-C, as the model types it.
 const CTRL_C: &str = "\u{3}";
 
@@ -94,8 +100,12 @@ pub(crate) async fn start_job(
         limited,
     ));
     table.insert(reservation, Arc::clone(&job), task);
-    job.wait_end(Instant::now() + settings.job_settle(), ctx.cancel())
-        .await;
+    job.wait_settled(
+        Instant::now() + settings.job_settle(),
+        SETTLE_QUIET,
+        ctx.cancel(),
+    )
+    .await;
     if ctx.cancel().is_cancelled() && !job.ended() {
         // The start itself was cancelled: the job goes with it.
         job.stop.cancel();

@@ -55,8 +55,9 @@ pub struct BashSettings {
     /// MiB): each job reserves `job_stream_bytes` per stream until its end has been read, and a
     /// start that would pass this is refused.
     pub jobs_buffer_bytes: usize,
-    /// How long a background start waits for the command's first output, or for its early
-    /// end, before it returns (default 1000).
+    /// The longest a background start waits for the command's first output, or for its early
+    /// end, before it returns (default 1000). A start returns sooner, 100 ms after the first
+    /// output stops coming, or at the job's end.
     pub job_settle_ms: u64,
     /// Milliseconds between two progress reports of a running foreground command, sent to a
     /// caller that listens (an MCP client that gave a `progressToken`; default 1000).

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::path::{self, PathError};
 use crate::progress::Listener;
-use crate::{ChangeObserver, PermissionMode, Progress, Session};
+use crate::{ChangeObserver, FileWriter, PermissionMode, Progress, Session};
 
 /// Which paths the file tools may touch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -66,6 +66,7 @@ pub struct ToolContext {
     session: Session,
     progress: Listener,
     observers: Observers,
+    writer: Option<Writer>,
     approved: Option<PermissionMode>,
     /// Real paths no tool reads or writes (`[sandbox] deny_read`), checked by `resolve_path`.
     hidden: Arc<Vec<PathBuf>>,
@@ -79,6 +80,16 @@ struct Observers(Arc<Vec<Arc<dyn ChangeObserver>>>);
 impl std::fmt::Debug for Observers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} observer(s)", self.0.len())
+    }
+}
+
+/// The [`FileWriter`] of a context.
+#[derive(Clone)]
+struct Writer(Arc<dyn FileWriter>);
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a file writer")
     }
 }
 
@@ -108,6 +119,7 @@ impl ToolContext {
             session: Session::new(),
             progress: Listener::default(),
             observers: Observers::default(),
+            writer: None,
             approved: None,
             hidden: Arc::default(),
             window_chars: None,
@@ -228,6 +240,20 @@ impl ToolContext {
             self.observers = Observers(Arc::new(list));
         }
         self
+    }
+
+    /// Sets the writer through which a tool that is not a file tool writes files all or nothing
+    /// (see [`FileWriter`]), replacing any earlier one.
+    #[must_use]
+    pub fn with_file_writer(mut self, writer: Arc<dyn FileWriter>) -> Self {
+        self.writer = Some(Writer(writer));
+        self
+    }
+
+    /// The context's [`FileWriter`], if one was installed (the facade installs the file tools'
+    /// transaction when they are compiled in).
+    pub fn file_writer(&self) -> Option<&Arc<dyn FileWriter>> {
+        self.writer.as_ref().map(|writer| &writer.0)
     }
 
     /// Tells the context's [`ChangeObserver`]s that the files at `paths` (resolved) were just

@@ -14,7 +14,9 @@
 //! call's cancellation, the path policy, the environment of child processes, the [`Session`]
 //! that holds state between calls, a listener for the call's [`Progress`], and the
 //! [`ChangeObserver`]s told about the files a tool changed (a language server's diagnostics
-//! reach `edit`'s result that way, without the file tools knowing the language server).
+//! reach `edit`'s result that way, without the file tools knowing the language server), and the
+//! [`FileWriter`] through which a tool that is not a file tool writes files all or nothing
+//! (`rename` writes a language server's edit that way).
 //!
 //! A third-party tool depends on this crate alone. It has no I/O dependency beyond the
 //! filesystem look-ups that [`ToolContext::resolve_path`] needs to confine paths to the
@@ -78,6 +80,7 @@ mod schedule;
 mod session;
 mod spec;
 mod tool;
+mod writer;
 
 pub use args::parse_args;
 pub use claims::{Access, Claims, PathClaim, StateClaim};
@@ -94,6 +97,7 @@ pub use schedule::{Admission, CancelledWhileWaiting, Scheduler};
 pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, output_schema_of, posture};
 pub use tool::{BoxFuture, DynTool, Tool, ToolError};
+pub use writer::{FileEdit, FileWriter};
 
 /// Re-exported so tools and embedders name the same token type.
 pub use tokio_util::sync::CancellationToken;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::{ChangeObserver, Claims, DynTool, ToolContext, ToolOutput, ToolSpec};
+use crate::{ChangeObserver, Claims, DynTool, FileWriter, ToolContext, ToolOutput, ToolSpec};
 
 /// Tools by name. Cloning is cheap: tools are shared behind `Arc`.
 ///
@@ -20,6 +20,7 @@ use crate::{ChangeObserver, Claims, DynTool, ToolContext, ToolOutput, ToolSpec};
 pub struct Registry {
     tools: BTreeMap<String, Entry>,
     observers: Vec<Arc<dyn ChangeObserver>>,
+    writer: Option<Arc<dyn FileWriter>>,
 }
 
 /// A tool refused by [`Registry::try_register`]: the registry already holds a tool of that
@@ -47,6 +48,7 @@ impl std::fmt::Debug for Registry {
         f.debug_struct("Registry")
             .field("tools", &self.names())
             .field("observers", &self.observers.len())
+            .field("file_writer", &self.writer.is_some())
             .finish()
     }
 }
@@ -122,6 +124,15 @@ impl Registry {
         self
     }
 
+    /// Installs the writer through which a tool that is not a file tool writes files all or
+    /// nothing: every call through this registry (and its slices) gets it in its context
+    /// ([`ToolContext::file_writer`]), unless the caller's context already has one. What the
+    /// facade uses to write a language server's `rename` through the file tools' transaction.
+    pub fn set_file_writer(&mut self, writer: Arc<dyn FileWriter>) -> &mut Self {
+        self.writer = Some(writer);
+        self
+    }
+
     /// The tool of that name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.tools.get(name).map(|entry| &entry.tool)
@@ -166,6 +177,7 @@ impl Registry {
         Registry {
             tools,
             observers: self.observers.clone(),
+            writer: self.writer.clone(),
         }
     }
 
@@ -208,6 +220,10 @@ impl Registry {
         let ctx = self.observers.iter().fold(ctx.child(), |ctx, observer| {
             ctx.with_change_observer(Arc::clone(observer))
         });
+        let ctx = match &self.writer {
+            Some(writer) if ctx.file_writer().is_none() => ctx.with_file_writer(Arc::clone(writer)),
+            _ => ctx,
+        };
         let output = call_catching_panics(entry.tool.as_ref(), args, &ctx)
             .instrument(span.clone())
             .await;
@@ -567,6 +583,73 @@ mod tests {
         let ctx = ctx.with_change_observer(observer);
         let out = registry.call("touch", args, &ctx).await;
         assert_eq!(out.text_content(), "changed: a.txt");
+    }
+
+    /// A writer that says who it is.
+    struct Named(&'static str);
+
+    impl crate::FileWriter for Named {
+        fn write<'a>(
+            &'a self,
+            edits: Vec<crate::FileEdit>,
+            _ctx: &'a ToolContext,
+        ) -> BoxFuture<'a, Result<String, String>> {
+            Box::pin(async move { Ok(format!("{}: {}", self.0, edits.len())) })
+        }
+    }
+
+    /// A tool that hands one edit to the context's writer.
+    struct Writes;
+
+    impl Tool for Writes {
+        type Args = EchoArgs;
+        fn name(&self) -> &str {
+            "writes"
+        }
+        fn description(&self) -> String {
+            "Writes.".into()
+        }
+        fn capabilities(&self) -> Vec<Capability> {
+            vec![Capability::WriteFs]
+        }
+        async fn run(&self, args: EchoArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            let Some(writer) = ctx.file_writer() else {
+                return Ok(ToolOutput::text("no writer"));
+            };
+            let edit = crate::FileEdit {
+                path: ctx.resolve_path(&args.text)?,
+                before: Vec::new(),
+                after: Vec::new(),
+            };
+            let said = writer
+                .write(vec![edit], ctx)
+                .await
+                .map_err(ToolError::new)?;
+            Ok(ToolOutput::text(said))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_file_writer_reaches_the_calls_of_the_registry_and_its_slices() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let mut registry = Registry::new();
+        registry.register(Writes);
+        let args = json!({"text": "a.txt"});
+        let out = registry.call("writes", args.clone(), &ctx).await;
+        assert_eq!(out.text_content(), "no writer");
+        registry.set_file_writer(Arc::new(Named("registry")));
+        let out = registry.call("writes", args.clone(), &ctx).await;
+        assert_eq!(out.text_content(), "registry: 1");
+        let out = registry
+            .slice(&["writes"])
+            .call("writes", args.clone(), &ctx)
+            .await;
+        assert_eq!(out.text_content(), "registry: 1");
+        // The caller's own writer wins.
+        let ctx = ctx.with_file_writer(Arc::new(Named("context")));
+        let out = registry.call("writes", args, &ctx).await;
+        assert_eq!(out.text_content(), "context: 1");
     }
 
     /// Callers hold these across threads and `.await`s.

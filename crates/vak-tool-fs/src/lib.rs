@@ -23,8 +23,9 @@
 //!
 //! Shared pieces have their own modules: `hash` (the content hash and the line that carries it),
 //! `seen` (the session's memory of contents, for `edit`'s stale-hash report), `atomic_write`,
-//! `file_kind`, `line_count` and `walk`; sizes, counts and durations are written by
-//! [`vak_tool_core::human`].
+//! `file_kind`, `line_count` and `walk`; `writer` offers the transaction to tools that are not
+//! file tools ([`TransactionWriter`], for a language server's `rename`); sizes, counts and
+//! durations are written by [`vak_tool_core::human`].
 //!
 //! # Optional formats
 //!
@@ -71,10 +72,13 @@ mod settings;
 mod tree;
 mod walk;
 mod write;
+mod writer;
 
 use vak_tool_core::Registry;
 
+pub use recovering::{recover_at_start, take_start_note};
 pub use settings::FsSettings;
+pub use writer::TransactionWriter;
 
 use self::recovering::Recovering;
 

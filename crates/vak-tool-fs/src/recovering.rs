@@ -8,6 +8,11 @@
 //! and the result of the call that ran it ends with a note saying what was finished or undone.
 //! A process that dies later in the same session is recovered by the next session (the next
 //! `vak-tools` start, or `vak-tools recover`).
+//!
+//! A program that starts serving tools (`vak-tools call` and `vak-tools mcp`) recovers its
+//! workspace before anything else with [`recover_at_start`], so that a command (`bash`) run
+//! before any file tool also finds whole files; what it did is logged, and kept for the first
+//! result of a file tool in the process (any session), or taken with [`take_start_note`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +22,47 @@ use tokio::sync::OnceCell;
 use vak_tool_core::{Capability, Claims, Content, Tool, ToolContext, ToolError, ToolOutput};
 
 use crate::commit::{Recovered, recover};
+
+/// What [`recover_at_start`] did, per (resolved) workspace, until a result says it.
+static START_NOTES: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+/// Finishes or undoes every write a stopped process left interrupted in `workspace`, as a
+/// program does when it starts serving tools there, before any call: logs each (`tracing`, at
+/// `warn`) and keeps a note saying what was done for the next result of a file tool in this
+/// process (or for [`take_start_note`]). Blocking: call it off the async threads.
+pub fn recover_at_start(workspace: &Path) -> Vec<Recovered> {
+    let recovered = recover(workspace);
+    let resolved = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let shown = |path: &Path| {
+        path.strip_prefix(&resolved)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    if let Some(note) = report(&recovered, shown) {
+        let mut notes = START_NOTES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match notes.iter_mut().find(|(dir, _)| *dir == resolved) {
+            Some((_, earlier)) => {
+                earlier.push('\n');
+                earlier.push_str(&note);
+            }
+            None => notes.push((resolved, note)),
+        }
+    }
+    recovered
+}
+
+/// The note of what [`recover_at_start`] did in `workspace` (resolved, as
+/// [`ToolContext::workspace`] is) that no result has said yet; taking it means saying it.
+pub fn take_start_note(workspace: &Path) -> Option<String> {
+    let mut notes = START_NOTES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let at = notes.iter().position(|(dir, _)| dir == workspace)?;
+    Some(notes.swap_remove(at).1)
+}
 
 /// A file tool that makes sure [`crate::commit::recover`] ran on its workspace in this session
 /// before its call.
@@ -63,14 +109,14 @@ impl SessionRecovery {
 
 /// Runs recovery for `ctx`'s workspace unless this session did already; leaves a note for the
 /// next result when something was recovered (or recovery could not run).
-async fn recover_once(ctx: &ToolContext) {
+pub(crate) async fn recover_once(ctx: &ToolContext) {
     let state = ctx.session().state::<SessionRecovery>();
     let cell = state.cell(ctx.workspace());
     cell.get_or_init(|| async {
         let workspace = ctx.workspace().to_path_buf();
         match tokio::task::spawn_blocking(move || recover(&workspace)).await {
             Ok(recovered) => {
-                if let Some(note) = report(&recovered, ctx) {
+                if let Some(note) = report(&recovered, |path| ctx.display_path(path)) {
                     state.set_note(note);
                 }
             }
@@ -90,8 +136,9 @@ async fn recover_once(ctx: &ToolContext) {
     .await;
 }
 
-/// Logs each recovered transaction; the note for the result, when there was any.
-fn report(recovered: &[Recovered], ctx: &ToolContext) -> Option<String> {
+/// Logs each recovered transaction; the note for the result, when there was any, naming the
+/// files with `show`.
+fn report(recovered: &[Recovered], show: impl Fn(&Path) -> String) -> Option<String> {
     if recovered.is_empty() {
         return None;
     }
@@ -103,10 +150,7 @@ fn report(recovered: &[Recovered], ctx: &ToolContext) -> Option<String> {
             files = one.files,
             "recovered an interrupted write: {one}"
         );
-        lines.push(format!(
-            "note: before this call, {}.",
-            one.describe(|path| ctx.display_path(path))
-        ));
+        lines.push(format!("note: before this call, {}.", one.describe(&show)));
     }
     Some(lines.join("\n"))
 }
@@ -162,8 +206,13 @@ impl<T: Tool> Tool for Recovering<T> {
     async fn run(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         recover_once(ctx).await;
         let result = self.0.run(args, ctx).await;
-        let Some(note) = ctx.session().state::<SessionRecovery>().take_note() else {
-            return result;
+        let session = ctx.session().state::<SessionRecovery>().take_note();
+        let note = match (take_start_note(ctx.workspace()), session) {
+            (Some(start), Some(session)) => format!("{start}\n{session}"),
+            (start, session) => match start.or(session) {
+                Some(note) => note,
+                None => return result,
+            },
         };
         match result {
             Ok(output) => Ok(with_note(output, &note)),

@@ -80,10 +80,19 @@ impl Launcher {
 }
 
 /// A started server's process: as the user with its process group, or confined.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per running server, moved rarely: boxing the child saves nothing that counts"
+)]
 pub(crate) enum Process {
-    /// `full-access`: the child, its process group (its pid), and the tail of its standard
-    /// error.
-    Direct(Child, Option<i32>, Tail),
+    /// `full-access`: the child, its process group (its pid), the tail of its standard
+    /// error, and the task reading that tail (awaited so that the last lines are all in).
+    Direct(
+        Child,
+        Option<i32>,
+        Tail,
+        Option<tokio::task::JoinHandle<()>>,
+    ),
     /// `read-only` and `workspace-write`.
     Confined(Box<Confined>),
 }
@@ -92,7 +101,7 @@ impl Process {
     /// Kills it and everything it started; does not wait.
     pub(crate) fn start_kill(&mut self) {
         match self {
-            Process::Direct(child, group, _) => {
+            Process::Direct(child, group, ..) => {
                 kill_group(*group);
                 let _ = child.start_kill();
             }
@@ -120,7 +129,7 @@ impl Process {
     /// panic), otherwise its last `n` non-empty lines joined with ` / `, each bounded.
     pub(crate) fn last_error_lines(&self, n: usize) -> Option<String> {
         let tail = match self {
-            Process::Direct(_, _, tail) => {
+            Process::Direct(_, _, tail, _) => {
                 String::from_utf8_lossy(&tail.lock().unwrap_or_else(PoisonError::into_inner))
                     .into_owned()
             }
@@ -149,10 +158,24 @@ impl Process {
     /// known (the sandbox helper reports its own).
     pub(crate) async fn exit_status(&mut self, within: Duration) -> Option<ExitStatus> {
         match self {
-            Process::Direct(child, ..) => match child.try_wait() {
-                Ok(Some(status)) => Some(status),
-                _ => tokio::time::timeout(within, child.wait()).await.ok()?.ok(),
-            },
+            Process::Direct(child, _, _, reader) => {
+                let status = match child.try_wait() {
+                    Ok(Some(status)) => Some(status),
+                    _ => tokio::time::timeout(within, child.wait())
+                        .await
+                        .ok()
+                        .and_then(Result::ok),
+                };
+                // Its standard error ends with it; what it wrote last is read before the
+                // tail is looked at (under load the reader lags the exit). A second at most:
+                // something it started may hold the pipe open.
+                if status.is_some()
+                    && let Some(reader) = reader.take()
+                {
+                    let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+                }
+                status
+            }
             Process::Confined(confined) => {
                 // The helper's status is its own, not the server's: it is only waited for, so
                 // that the server's last error output is all in.
@@ -167,7 +190,7 @@ impl Drop for Process {
     fn drop(&mut self) {
         // A child is killed on drop (`kill_on_drop`), a confined one with its namespace; what
         // a direct one started in its group goes too.
-        if let Process::Direct(_, group, _) = self {
+        if let Process::Direct(_, group, ..) = self {
             kill_group(*group);
         }
     }
@@ -228,11 +251,12 @@ pub(crate) fn launch(
         return Err("not started: its pipes could not be made".into());
     };
     let tail = Tail::default();
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(keep_tail(stderr, Arc::clone(&tail)));
-    }
+    let reader = child
+        .stderr
+        .take()
+        .map(|stderr| tokio::spawn(keep_tail(stderr, Arc::clone(&tail))));
     Ok(Launched {
-        process: Process::Direct(child, group, tail),
+        process: Process::Direct(child, group, tail, reader),
         stdin,
         stdout,
     })

@@ -1,11 +1,14 @@
 //! The `vak-tools` binary: `list` the tools, `call` one from a shell, or serve them all over
-//! the Model Context Protocol with `mcp`.
+//! the Model Context Protocol with `mcp`; `recover` finishes or undoes the writes a stopped
+//! process left interrupted (`call` and `mcp` do that first too).
 //!
 //! `call` exits 0 when the result is not an error, 1 when it is, and 2 on a usage error
 //! (malformed JSON, an unknown tool, a missing workspace, a bad config), with a one-line reason
 //! on standard error. A standard output closed by its reader (`vak-tools call … | head -1`) is a
 //! quiet end with exit code 0, as in ripgrep: the reader has what it wanted.
 #![forbid(unsafe_code)]
+
+mod recover;
 
 use std::io::{ErrorKind, Read, StdoutLock, Write};
 use std::path::{Path, PathBuf};
@@ -81,6 +84,12 @@ enum Command {
     Doctor {
         #[command(flatten)]
         place: Place,
+    },
+    /// Finish or undo a write that a stopped process left interrupted, and say what was done.
+    Recover {
+        /// The workspace folder (default: the current folder).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
     },
 }
 
@@ -184,6 +193,25 @@ fn to_stdout(
 
 async fn run(cli: Cli) -> Result<ExitCode, Usage> {
     match cli.command {
+        Command::Recover { workspace } => {
+            let workspace = match workspace {
+                Some(dir) => dir,
+                None => std::env::current_dir()?,
+            };
+            if !workspace.is_dir() {
+                return Err(Usage(format!(
+                    "workspace {} is not an existing folder",
+                    workspace.display()
+                )));
+            }
+            let done = tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                recover::recover(&mut out, &workspace).map(|()| out)
+            })
+            .await??;
+            to_stdout(|out| out.write_all(&done))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::List {
             json,
             dialect,
@@ -204,7 +232,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             place,
         } => {
             let (tools, args, ctx) = prepare_call(&place, &tool, args.as_deref(), cwd)?;
-            let output = call_until_interrupted(&tools, &tool, args, &ctx).await;
+            recover::at_start(ctx.workspace()).await;
+            let mut output = call_until_interrupted(&tools, &tool, args, &ctx).await;
+            // A tool that is not a file tool (`bash`) does not say it: the result does.
+            if let Some(note) = vak_tools::fs::take_start_note(ctx.workspace()) {
+                recover::append_note(&mut output, &note);
+            }
             if to_stdout(|out| print_output(out, &output, json))? == Printed::StdoutClosed {
                 return Ok(ExitCode::SUCCESS);
             }
@@ -257,6 +290,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
         Command::Mcp { http, place } => {
             let (config, workspace) = load(&place)?;
             let ctx = config.tool_context(&workspace)?;
+            recover::at_start(ctx.workspace()).await;
             let server =
                 vak_mcp::Server::new(registry(&config), ctx, config.permissions.mode, &config.mcp);
             let Some(addr) = http.http else {

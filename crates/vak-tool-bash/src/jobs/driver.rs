@@ -47,6 +47,7 @@ pub(crate) async fn drive(
             })
             .await
     };
+    job.concluding();
     if let (Some(reason), Some(plan)) = (tree.refusal(), &plan) {
         let text = plan.refusal(reason);
         tree.finish(Duration::from_millis(500)).await;

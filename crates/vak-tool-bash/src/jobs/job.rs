@@ -53,6 +53,9 @@ struct State {
     /// Its stderr's head and tail, for the sandbox's notes at the end.
     notes_stderr: Capture,
     end: Option<End>,
+    /// Whether the shell has ended (or the job is being stopped) and the job's task is
+    /// concluding it: its end is near, so a start waiting on it waits for the end.
+    concluding: bool,
     /// Whether a result has shown the end (the job then gives back its reservation).
     end_reported: bool,
 }
@@ -100,6 +103,7 @@ impl Job {
                 stderr: Ring::new(stream_bytes),
                 notes_stderr: Capture::new(NOTES_BYTES),
                 end: None,
+                concluding: false,
                 end_reported: false,
             }),
             changed: watch::Sender::new(0),
@@ -131,6 +135,59 @@ impl Job {
     pub(crate) fn notes_stderr(&self) -> (String, String) {
         let kept = self.state().notes_stderr.kept();
         (clean(&kept.head), clean(&kept.tail))
+    }
+
+    /// Records that the shell has ended or the job is being stopped: its end follows once
+    /// the rest of its processes are gone and its output drained.
+    pub(crate) fn concluding(&self) {
+        self.state().concluding = true;
+        self.bump();
+    }
+
+    /// Waits until the job has settled after its start: it ended, or it printed something and
+    /// then `quiet` passed with no more output (and its shell still running); at most until
+    /// `deadline`, or until `cancel`. A job whose shell has ended is waited for until its end
+    /// is recorded, so that a command that fails at once says how in its start.
+    pub(crate) async fn wait_settled(
+        &self,
+        deadline: Instant,
+        quiet: Duration,
+        cancel: &CancellationToken,
+    ) {
+        let mut changes = self.changed.subscribe();
+        let mut quiet_until = None;
+        loop {
+            let (ended, concluding, printed) = {
+                let state = self.state();
+                let printed = state.stdout.unread() > 0 || state.stderr.unread() > 0;
+                (state.end.is_some(), state.concluding, printed)
+            };
+            if ended {
+                return;
+            }
+            let until = match (concluding, printed) {
+                (false, true) => *quiet_until.get_or_insert_with(|| Instant::now() + quiet),
+                _ => deadline,
+            }
+            .min(deadline);
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    if printed {
+                        // More output: the quiet starts again from now.
+                        quiet_until = Some(Instant::now() + quiet);
+                    }
+                }
+                () = tokio::time::sleep_until(until) => {
+                    if !self.state().concluding || Instant::now() >= deadline {
+                        return;
+                    }
+                }
+                () = cancel.cancelled() => return,
+            }
+        }
     }
 
     /// Records the job's end (its task does, once every process is gone).

@@ -675,3 +675,38 @@ async fn a_long_foreground_call_reports_its_progress() {
         "{messages:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_returns_with_the_first_output_while_the_job_runs_on() {
+    // `job_settle_ms` is only the longest wait: a job that has printed returns at once, one
+    // that fails at once returns with its end, however long the settle allows.
+    let mut settings = quick_settings();
+    settings.job_settle_ms = 120_000;
+    for mode in MODES {
+        let setup = Setup::with_settings(settings.clone()).in_mode(mode);
+        let (run, id) = start(&setup, json!({"command": "echo ready; sleep 60"})).await;
+        assert!(!run.out.is_error, "{}", run.text);
+        assert!(
+            run.text.starts_with(&format!("job {id} (running for")),
+            "{}",
+            run.text
+        );
+        assert!(run.text.contains("ready"), "{}", run.text);
+        assert!(
+            run.text.contains("started in the background"),
+            "{}",
+            run.text
+        );
+        let stop = setup
+            .tool("jobs", json!({"action": "stop", "job_id": id}))
+            .await;
+        assert!(!stop.out.is_error, "{}", stop.text);
+        let (run, _) = start(
+            &setup,
+            json!({"command": "echo 'address already in use' >&2; exit 3"}),
+        )
+        .await;
+        assert!(run.out.is_error, "{}", run.text);
+        assert!(run.text.contains("exit code: 3"), "{}", run.text);
+    }
+}

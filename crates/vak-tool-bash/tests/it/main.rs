@@ -10,6 +10,7 @@ mod support;
 mod caches;
 mod contain;
 mod deny_read;
+mod egress;
 mod ending;
 mod env;
 mod jobs;

@@ -16,6 +16,7 @@ mod patch_crash;
 mod pdf;
 mod read;
 mod real_tools;
+mod recovery;
 mod support;
 mod tree;
 mod write;

@@ -18,6 +18,8 @@ mod jobs;
 mod load;
 mod mcp;
 mod procs;
+mod readme;
+mod recover;
 mod sandbox;
 mod sdk_defaults;
 mod signals;
