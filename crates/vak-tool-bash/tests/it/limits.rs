@@ -158,6 +158,87 @@ async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_mem
     );
 }
 
+/// As the foreground case, for a background job: when the OOM killer picks the job's helper,
+/// the job's end names `max_memory`, not the helper's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_out_of_memory_killer_picks_a_jobs_helper_its_end_names_max_memory() {
+    let mut settings = quick_settings();
+    settings.max_memory = vak_tool_bash::MemoryLimit::Bytes(64 << 20);
+    let setup = Setup::with_settings(settings);
+    let go = setup.dir.path().join("go");
+    // The token names this test's sandbox among those other tests start meanwhile.
+    let token = format!("job-oom-{}", std::process::id());
+    let command = format!(
+        "while [ ! -e go ]; do sleep 0.05; done; \
+         head -c 512M /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill # {token}"
+    );
+    let start = setup
+        .tool(
+            "bash",
+            json!({"command": command, "run_in_background": true}),
+        )
+        .await;
+    let id: u64 = start
+        .text
+        .strip_prefix("job ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no job number in: {}", start.text));
+    let outer = loop {
+        if let Some(outer) = sandbox_running(&token) {
+            break outer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    std::fs::write(format!("/proc/{outer}/oom_score_adj"), "1000").unwrap();
+    std::fs::write(&go, "").unwrap();
+    let mut seen = String::new();
+    for _ in 0..30 {
+        let read = setup
+            .tool(
+                "jobs",
+                json!({"action": "read", "job_id": id, "wait_ms": 2000}),
+            )
+            .await;
+        seen.push_str(&read.text);
+        seen.push('\n');
+        if seen.contains("max_memory") {
+            break;
+        }
+    }
+    assert!(!seen.contains("536870912"), "{seen}");
+    assert!(
+        seen.contains("note: the command hit [bash] max_memory = 64 MiB: the kernel killed"),
+        "{seen}"
+    );
+    assert!(!seen.contains("the sandbox helper ended"), "{seen}");
+}
+
+/// The outer helper process of the sandbox whose shell's command line holds `token`, once it
+/// runs.
+fn sandbox_running(token: &str) -> Option<u32> {
+    let helper = std::fs::canonicalize(crate::support::helper()).unwrap();
+    let all = processes();
+    all.iter()
+        .filter(|(_, ppid, exe, args)| {
+            *ppid == std::process::id()
+                && exe.as_deref() == Some(helper.as_path())
+                && args
+                    .split(|&byte| byte == 0)
+                    .any(|arg| arg == b"run" || arg == b"standby")
+        })
+        .find(|outer| {
+            all.iter()
+                .filter(|(_, ppid, ..)| *ppid == outer.0)
+                .any(|init| {
+                    all.iter().any(|(_, ppid, _, args)| {
+                        *ppid == init.0 && String::from_utf8_lossy(args).contains(token)
+                    })
+                })
+        })
+        .map(|outer| outer.0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_files_are_bounded_for_the_command_as_a_whole() {
     for mode in MODES {
