@@ -38,7 +38,7 @@ pub use client::spawn::Input;
 pub use client::start::Started;
 pub use client::tree::{BLANK_RESCANS, BLANK_WAIT, Published, Tree};
 pub use client::{Options, Plan, Policy, doctor, mode_name};
-pub use limits::{Limited, Limits, MIN_FILES_PER_PROCESS, half_the_file_table};
+pub use limits::{Limited, Limits, MIN_FILES_PER_PROCESS, MIN_SOFT_FILES, half_the_file_table};
 pub use wire::HELPER_ARG;
 
 /// The `main` of the sandbox helper: of the `vak-sandbox` binary, and of `vak-tools` when its

@@ -1,13 +1,19 @@
 //! Limits of one command: how many processes (tasks: threads count) it may hold at once, how
 //! much memory, and how many open files, with the reason told in the result when it hits one.
 //!
-//! **Open files** are bounded for the command as a whole through the two hard limits the
-//! kernel has: `RLIMIT_NOFILE` per process, set by init on the shell (every process inherits
-//! it, and cannot raise it: init lowers the hard limit too), times the tasks `max_processes`
-//! allows. The per-process share is `max_open_files / max_processes`, at least
-//! [`MIN_FILES_PER_PROCESS`] (then the product, not `max_open_files`, is the bound), and
-//! never above what the tool itself was given. The kernel has no per-cgroup count of open
-//! files; the cgroup's memory limit charges their kernel memory too.
+//! **Open files** are bounded through the two limits the kernel has, for each process and
+//! for the command as a whole. Init sets the shell's `RLIMIT_NOFILE` (every process inherits
+//! it and none can raise its hard limit again) to the process's share,
+//! `max_open_files / max_processes`, but never below [`MIN_FILES_PER_PROCESS`] (4096) and
+//! never above what the tool itself was given; the soft limit is the tool's own, lowered to
+//! that hard limit where it is above it, never below `min(1024, hard)`, so a program that
+//! raises its soft limit to the hard one (Go, Node, a language server) gets the hard one. The
+//! command as a whole then holds at most that per-process limit times the tasks
+//! `max_processes` allows, and every open file's kernel memory is charged to the cgroup's
+//! memory limit (`max_memory`), which bounds the whole too. With the defaults (half of
+//! `fs.file-max` over 4096 tasks: a few hundred) the floor is what applies: effectively 4096
+//! per process, the whole bounded by `max_memory` rather than by the product. The kernel has
+//! no per-cgroup count of open files.
 //!
 //! **Through a cgroup** where the machine lets the tool make one (root, or a delegated
 //! subtree): the tool makes a child cgroup per call below its own (cgroup v2 where the `pids`
@@ -45,9 +51,19 @@ pub struct Limits {
     pub max_open_files: Option<u64>,
 }
 
-/// The fewest open files any process of a command is allowed (macOS's default soft limit,
-/// which ordinary programs are written to live with).
-pub const MIN_FILES_PER_PROCESS: u64 = 256;
+/// The fewest open files (the hard `RLIMIT_NOFILE`) any process of a command is allowed,
+/// whatever its share of `max_open_files`: what ordinary tools are written to live with.
+/// Linux's default soft limit is 1024 and its hard one far above (524,288 under systemd);
+/// npm installs, file watchers (jest, webpack, vite), language servers and `cargo build -j`
+/// hold more than 1024 descriptors, and Go and Node programs raise their soft limit to the
+/// hard one for that. A bound that blocks them would be switched off; 4096 per process, with
+/// `max_memory` charging every open file's kernel memory, keeps them working.
+pub const MIN_FILES_PER_PROCESS: u64 = 4096;
+
+/// The soft `RLIMIT_NOFILE` a process of a command starts with is never below this (or its
+/// hard limit, where that is lower): Linux's default soft limit, which ordinary programs
+/// expect to start with.
+pub const MIN_SOFT_FILES: u64 = 1024;
 
 impl Limits {
     /// Whether there is anything to limit.
@@ -55,7 +71,8 @@ impl Limits {
         self.max_processes.is_some() || self.max_memory.is_some() || self.max_open_files.is_some()
     }
 
-    /// Each process's share of `max_open_files` (its `RLIMIT_NOFILE`).
+    /// Each process's hard `RLIMIT_NOFILE`: its share of `max_open_files`, at least
+    /// [`MIN_FILES_PER_PROCESS`] (before the cap by what the tool itself was given).
     pub fn files_per_process(&self) -> Option<u64> {
         let whole = self.max_open_files?;
         let share = whole / self.max_processes.unwrap_or(1).max(1);
@@ -516,23 +533,40 @@ pub(crate) fn set_rlimits(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
-/// Init side, cgroup or not: lowers `RLIMIT_NOFILE` (soft and hard) to each process's share
-/// of `max_open_files`.
+/// Init side, cgroup or not: sets `RLIMIT_NOFILE` to each process's share of
+/// `max_open_files` (see [`open_files_rlimit`]).
 pub(crate) fn set_open_files(limits: &Limits) -> Result<(), String> {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let Some(share) = limits.files_per_process() else {
         return Ok(());
     };
     let current = getrlimit(Resource::Nofile);
-    let cap = |limit: Option<u64>| Some(limit.map_or(share, |limit| limit.min(share)));
+    let (soft, hard) = open_files_rlimit(current.current, current.maximum, share);
     setrlimit(
         Resource::Nofile,
         Rlimit {
-            current: cap(current.current),
-            maximum: cap(current.maximum),
+            current: soft,
+            maximum: hard,
         },
     )
     .map_err(|error| format!("setting RLIMIT_NOFILE: {error}"))
+}
+
+/// The `(soft, hard)` open-files limits of a process whose share is `share` (already at
+/// least the floor), from the tool's own `soft` and `hard` (`None`: unlimited): the hard
+/// limit is the share, never above the tool's; the soft one the tool's, never above that
+/// hard limit and never below `min(MIN_SOFT_FILES, hard)` (an unprivileged process may raise
+/// its soft limit up to the hard one anyway).
+fn open_files_rlimit(
+    soft: Option<u64>,
+    hard: Option<u64>,
+    share: u64,
+) -> (Option<u64>, Option<u64>) {
+    let hard = hard.map_or(share, |hard| hard.min(share));
+    let soft = soft
+        .map_or(hard, |soft| soft.min(hard))
+        .max(MIN_SOFT_FILES.min(hard));
+    (Some(soft), Some(hard))
 }
 
 /// The note for a failed command whose error output says a process ran out of descriptors
@@ -543,10 +577,13 @@ fn open_files_note(limits: &Limits, stderr: &str) -> Option<String> {
     stderr.contains("Too many open files").then(|| {
         format!(
             "a process of the command ran out of file descriptors (EMFILE, \"Too many open \
-             files\"): each may hold {share} (RLIMIT_NOFILE), its share of [sandbox] \
-             max_open_files = {whole} over max_processes, so that the command as a whole \
-             cannot fill the machine's file table. If the work really needs more, close \
-             files sooner or ask the person to raise [sandbox] max_open_files."
+             files\"): each may hold up to {share} (its hard RLIMIT_NOFILE: its share of \
+             [sandbox] max_open_files = {whole} over max_processes, at least \
+             {MIN_FILES_PER_PROCESS}, never above what the tool was given), so that the command \
+             as a whole cannot fill the machine's file table. Its soft limit may be lower: \
+             `ulimit -n $(ulimit -Hn)` in the command raises it to the hard one. If the work \
+             really needs more, close files sooner or ask the person to raise [sandbox] \
+             max_open_files."
         )
     })
 }
@@ -652,19 +689,52 @@ mod tests {
             max_open_files: files,
         };
         assert_eq!(
-            limits(Some(64 * 300), Some(64)).files_per_process(),
-            Some(300)
+            limits(Some(8 * 5000), Some(8)).files_per_process(),
+            Some(5000)
         );
-        // Never below the floor, and the whole of it without a process limit.
-        assert_eq!(limits(Some(1000), Some(64)).files_per_process(), Some(256));
+        // Never below the floor (the default's share, a few hundred, is below it), and the
+        // whole of it without a process limit.
+        assert_eq!(
+            limits(Some(64 * 300), Some(64)).files_per_process(),
+            Some(4096)
+        );
+        assert_eq!(limits(Some(1000), Some(64)).files_per_process(), Some(4096));
         assert_eq!(limits(Some(5000), None).files_per_process(), Some(5000));
         assert_eq!(limits(None, Some(64)).files_per_process(), None);
         let note = open_files_note(
             &limits(Some(19200), Some(64)),
             "OSError: [Errno 24] Too many open files",
         );
-        assert!(note.is_some_and(|note| note.contains("each may hold 300")));
+        assert!(note.is_some_and(|note| note.contains("each may hold up to 4096")));
         assert!(open_files_note(&limits(None, Some(64)), "Too many open files").is_none());
+    }
+
+    #[test]
+    fn the_soft_limit_stays_the_tools_within_the_hard_one_and_never_below_1024() {
+        // Linux's usual default: soft 1024, hard far above; the share lowers the hard only.
+        assert_eq!(
+            open_files_rlimit(Some(1024), Some(524_288), 4096),
+            (Some(1024), Some(4096))
+        );
+        // A tool that raised its soft limit: lowered to the hard one, not below.
+        assert_eq!(
+            open_files_rlimit(Some(20_000), Some(20_000), 5000),
+            (Some(5000), Some(5000))
+        );
+        // Unlimited stays within the share.
+        assert_eq!(
+            open_files_rlimit(None, None, 4096),
+            (Some(4096), Some(4096))
+        );
+        // Never above what the tool was given, hard or soft.
+        assert_eq!(
+            open_files_rlimit(Some(512), Some(2048), 4096),
+            (Some(1024), Some(2048))
+        );
+        assert_eq!(
+            open_files_rlimit(Some(256), Some(512), 4096),
+            (Some(512), Some(512))
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@ pub struct SandboxSettings {
     /// The most open files one command may hold, all its processes together (`[bash]
     /// max_open_files`; default half the machine's file table, `fs.file-max`; 0: no bound for
     /// the whole, each process keeps what the tool was given). Enforced as each process's
-    /// share (`RLIMIT_NOFILE` = this over `max_processes`, at least 256).
+    /// share (hard `RLIMIT_NOFILE` = this over `max_processes`, at least 4096, never above the
+    /// tool's); the whole is bounded by that share times `max_processes` and by `max_memory`,
+    /// which charges every open file's kernel memory. The default is effectively 4096 per
+    /// process.
     pub max_open_files: Option<u64>,
     /// Paths no sandboxed process (command, job, language server) can read: they read as
     /// absent, and the file tools refuse them by name. `~` is the home folder of the user the

@@ -22,12 +22,38 @@ use vak_tool_core::{PermissionMode, Registry, ToolContext};
 /// One GiB.
 const FLOOD: u64 = 1 << 30;
 
+/// A credential store of each kind `[sandbox] default_deny_read` hides, planted in the
+/// fixture's `$HOME`, so that every sandboxed call pays for their mounts.
+const STORES: &[&str] = &[
+    ".ssh/id_ed25519",
+    ".aws/credentials",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".config/gh/hosts.yml",
+    ".kube/config",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".gnupg/private-keys-v1.d/key.key",
+    ".config/gcloud/credentials.db",
+    ".azure/accessTokens.json",
+    ".password-store/bank.gpg",
+    ".local/share/keyrings/login.keyring",
+    ".mozilla/firefox/ab12.default-release/logins.json",
+    ".config/google-chrome/Default/Login Data",
+    ".config/chromium/Default/Login Data",
+    ".vault-token",
+    ".bash_history",
+];
+
 fn main() {
     divan::main();
 }
 
 struct Fixture {
     _dir: tempfile::TempDir,
+    _home: tempfile::TempDir,
     ctx: ToolContext,
     registry: Registry,
     rt: tokio::runtime::Runtime,
@@ -46,6 +72,9 @@ enum Sandbox {
     WorkspaceGuarded,
     /// `workspace-write` with `[bash] network = "none"`.
     WorkspaceNone,
+    /// `workspace-write`, guarded, with `[sandbox] default_deny_read = false`: no credential
+    /// store hidden, so no deny mount (the others hide the fixture's planted stores).
+    WorkspaceNothingHidden,
     /// `read-only` with the guarded network.
     ReadOnlyGuarded,
 }
@@ -57,6 +86,7 @@ impl std::fmt::Display for Sandbox {
             Sandbox::FullAccessDirect => "full-access, direct",
             Sandbox::WorkspaceGuarded => "workspace-write, guarded",
             Sandbox::WorkspaceNone => "workspace-write, none",
+            Sandbox::WorkspaceNothingHidden => "workspace-write, nothing hidden",
             Sandbox::ReadOnlyGuarded => "read-only, guarded",
         })
     }
@@ -68,7 +98,15 @@ fn fixture() -> Fixture {
 
 fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let ctx = ToolContext::new(dir.path()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    for store in STORES {
+        let path = home.path().join(store);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "secret\n").unwrap();
+    }
+    let mut env: Vec<_> = std::env::vars_os().collect();
+    env.push(("HOME".into(), home.path().as_os_str().to_owned()));
+    let ctx = ToolContext::new(dir.path()).unwrap().with_env(env);
     let mut settings = BashSettings::default();
     // The helper of the vak-sandbox crate, next to `deps/` (`cargo bench -p vak-sandbox -p
     // vak-tool-bash` builds it), named explicitly so that a stale one elsewhere on `PATH` is
@@ -87,6 +125,13 @@ fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
             PermissionMode::FullAccess
         }
         Sandbox::WorkspaceGuarded => PermissionMode::WorkspaceWrite,
+        Sandbox::WorkspaceNothingHidden => {
+            settings.deny_read = vak_sandbox::DenyRead {
+                paths: Vec::new(),
+                defaults: false,
+            };
+            PermissionMode::WorkspaceWrite
+        }
         Sandbox::WorkspaceNone => {
             settings.network = Network::None;
             PermissionMode::WorkspaceWrite
@@ -106,6 +151,7 @@ fn sandboxed_fixture(sandbox: Sandbox) -> Fixture {
         .unwrap();
     Fixture {
         _dir: dir,
+        _home: home,
         ctx,
         registry,
         rt,
@@ -158,6 +204,7 @@ mod spawn {
             Sandbox::FullAccess,
             Sandbox::WorkspaceGuarded,
             Sandbox::WorkspaceNone,
+            Sandbox::WorkspaceNothingHidden,
             Sandbox::ReadOnlyGuarded,
         ],
     )]
@@ -180,6 +227,7 @@ mod spawn {
             Sandbox::FullAccessDirect,
             Sandbox::FullAccess,
             Sandbox::WorkspaceGuarded,
+            Sandbox::WorkspaceNothingHidden,
             Sandbox::ReadOnlyGuarded,
         ],
     )]

@@ -77,10 +77,14 @@ pub struct BashSettings {
     pub max_memory: MemoryLimit,
     /// The most open files one command may hold, all its processes together (default `None`:
     /// half the machine's file table, `fs.file-max`; `Some(0)`: no bound for the whole). Each
-    /// process gets its share, `RLIMIT_NOFILE` = this over `max_processes` (at least 256), so
-    /// that 4096 processes of 20,000 descriptors each cannot fill the machine's file table;
-    /// with the defaults on a machine of 24 GiB that is about 300 per process. A process past
-    /// it gets `EMFILE` and the result says why.
+    /// process gets its share as its hard `RLIMIT_NOFILE`, this over `max_processes`, but at
+    /// least 4096 (what ordinary tools live with: Linux's default soft limit is 1024, and npm,
+    /// watchers, language servers and Go or Node programs raise theirs to the hard one) and
+    /// never above the tool's own; its soft limit stays the tool's, lowered to that hard
+    /// limit, never below 1024. The command as a whole is bounded by the share times
+    /// `max_processes` and by `max_memory`, which charges every open file's kernel memory;
+    /// with the defaults (a share of a few hundred) that is effectively 4096 per process. A
+    /// process past it gets `EMFILE` and the result says why.
     pub max_open_files: Option<u64>,
     /// Whether a sandboxed command may create Unix sockets: `"deny"` (default: a socket by
     /// path, such as the host's Docker or D-Bus socket or a `/tmp/x.sock`, cannot be connected

@@ -338,6 +338,21 @@ mod tests {
         assert!(error.to_string().contains("max_process"), "{error}");
     }
 
+    /// `max_open_files` is read in `[sandbox]` and in `[bash]`; `[sandbox]` wins.
+    #[cfg(feature = "bash")]
+    #[test]
+    fn max_open_files_is_read_in_sandbox_and_in_bash() {
+        for text in [
+            "[sandbox]\nmax_open_files = 5000\n",
+            "[bash]\nmax_open_files = 5000\n",
+            "[bash]\nmax_open_files = 7\n[sandbox]\nmax_open_files = 5000\n",
+        ] {
+            let bash = Config::from_toml_str(text).unwrap().bash;
+            assert_eq!(bash.max_open_files, Some(5000), "{text}");
+        }
+        assert_eq!(Config::from_toml_str("").unwrap().bash.max_open_files, None);
+    }
+
     /// A path of `[sandbox] deny_read` is refused by the file tools' path resolution, outside
     /// `full-access`.
     #[cfg(feature = "bash")]

@@ -26,9 +26,10 @@
 //! - A fresh `mqueue` on `/dev/mqueue` when the host has that folder: the queues of the
 //!   command's own IPC namespace.
 //! - Each denied path (`[sandbox] deny_read`, the credential stores) reads as absent: an
-//!   empty read-only tmpfs is mounted over a folder, an empty read-only file over a file (bound
-//!   from a tmpfs that is detached again at once, so the empty file has no other path). Neither
-//!   can be written, renamed or removed from inside (a mount point is busy).
+//!   empty read-only folder is bound over a folder, an empty read-only file over a file (both
+//!   on one tmpfs that is detached again at once, so neither has another path; without a
+//!   private `/dev/shm` a folder gets a tmpfs of its own and a file `/dev/null`). Neither can
+//!   be written, renamed or removed from inside (a mount point is busy).
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +112,8 @@ pub(crate) fn prepare(
             || point == mqueue
             || point == Path::new("/dev/ptmx")
             || point.starts_with("/dev/pts")
+            // Mounted read-only already: another remount each would only cost time.
+            || deny.iter().any(|path| point == path.as_path())
     };
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|error| format!("reading /proc/self/mountinfo: {error}"))?;
@@ -129,48 +132,50 @@ pub(crate) fn prepare(
     Ok(())
 }
 
-/// Mounts nothing over each path of `deny`: an empty read-only tmpfs over a folder, an empty
+/// Mounts nothing over each path of `deny`: an empty read-only folder over a folder, an empty
 /// read-only file over anything else. A path that vanished since the call was planned needs
 /// nothing.
 fn hide(deny: &[PathBuf]) -> Result<(), String> {
     let hidden = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    let mut empty: Option<PathBuf> = None;
     let staging = Path::new("/dev/shm/.vak-deny");
+    // No private tmpfs to stage the empty file and folder on: `/dev/null` reads as an empty
+    // file too, and each folder gets a tmpfs of its own.
+    let can_stage = Path::new("/dev/shm").is_dir();
+    let mut staged = false;
     for path in deny {
         let Ok(metadata) = path.symlink_metadata() else {
             continue;
         };
-        if metadata.is_dir() {
-            rustix::mount::mount("tmpfs", path, "tmpfs", hidden, Some(c"mode=0555,size=4k"))
-                .map_err(|error| failed("hiding", path, error))?;
-            continue;
+        if can_stage && !staged {
+            stage(staging)?;
+            staged = true;
         }
-        let source = match &empty {
-            Some(source) => source.clone(),
-            // No private tmpfs to stage the empty file on: `/dev/null` reads as empty too.
-            None if !Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/null"),
-            None => {
-                let source = empty_file(staging)?;
-                empty = Some(source.clone());
-                source
+        let source = match (metadata.is_dir(), staged) {
+            (true, true) => staging.join("folder"),
+            (true, false) => {
+                rustix::mount::mount("tmpfs", path, "tmpfs", hidden, Some(c"mode=0555,size=4k"))
+                    .map_err(|error| failed("hiding", path, error))?;
+                continue;
             }
+            (false, true) => staging.join("empty"),
+            (false, false) => PathBuf::from("/dev/null"),
         };
+        // A bind of the one empty file or folder (cheaper than a tmpfs each: a file system
+        // instance costs the kernel a superblock and its shrinker, at mount and at teardown).
         rustix::mount::mount_bind(&source, path).map_err(|error| failed("hiding", path, error))?;
         remount(path, hidden)?;
     }
-    if empty
-        .as_deref()
-        .is_some_and(|file| file.starts_with(staging))
-    {
-        // The binds keep the empty file; its own path goes.
+    if staged {
+        // The binds keep the empty file and folder; their own paths go.
         let _ = rustix::mount::unmount(staging, rustix::mount::UnmountFlags::DETACH);
         let _ = std::fs::remove_dir(staging);
     }
     Ok(())
 }
 
-/// An empty read-only file on a tmpfs of its own mounted at `staging`.
-fn empty_file(staging: &Path) -> Result<PathBuf, String> {
+/// An empty read-only file (`empty`) and folder (`folder`) on a tmpfs of its own mounted at
+/// `staging`.
+fn stage(staging: &Path) -> Result<(), String> {
     std::fs::create_dir_all(staging)
         .map_err(|error| format!("making {}: {error}", staging.display()))?;
     rustix::mount::mount(
@@ -183,8 +188,13 @@ fn empty_file(staging: &Path) -> Result<PathBuf, String> {
     .map_err(|error| failed("mounting", staging, error))?;
     let file = staging.join("empty");
     std::fs::write(&file, b"").map_err(|error| format!("making {}: {error}", file.display()))?;
-    let _ = std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o444));
-    Ok(file)
+    let folder = staging.join("folder");
+    std::fs::create_dir(&folder)
+        .map_err(|error| format!("making {}: {error}", folder.display()))?;
+    use std::os::unix::fs::PermissionsExt as _;
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444));
+    let _ = std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555));
+    Ok(())
 }
 
 /// Makes the mount at `point` read-only, keeping the flags a user namespace may not drop.

@@ -49,12 +49,19 @@ pub(crate) async fn drive(
     };
     job.concluding();
     if let (Some(reason), Some(plan)) = (tree.refusal(), &plan) {
-        let text = plan.refusal(reason);
+        // When the kernel's OOM killer ended the helper, the limit is named, as for a call.
+        let refusal = plan.refusal(reason);
+        let text = limited.explain(refusal.clone());
+        let summary = if text == refusal {
+            "refused by the sandbox"
+        } else {
+            "killed by the out-of-memory killer ([bash] max_memory)"
+        };
         tree.finish(Duration::from_millis(500)).await;
         job.finish(End {
             text: format!("{text}\n"),
             is_error: true,
-            summary: "refused by the sandbox".into(),
+            summary: summary.into(),
             summary_says_duration: false,
             at: Instant::now(),
         });

@@ -159,3 +159,44 @@ async fn a_terminal_job_gets_a_real_term_and_set_wins_over_every_default() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_headers_in_the_environment_never_reach_the_command() {
+    // `AUTHOR` names (GIT_AUTHOR_NAME) are no credential, but `AUTHORIZATION` ones are.
+    let planted = [
+        ("HTTP_AUTHORIZATION", "Basic cGxhbnRlZC0x"),
+        ("PROXY_AUTHORIZATION", "Basic cGxhbnRlZC0y"),
+        ("GIT_HTTP_AUTHORIZATION", "Bearer planted-3"),
+        ("GIT_AUTHOR_NAME", "Ada"),
+    ];
+    for mode in MODES {
+        let setup = Setup::new().in_mode(mode);
+        let mut env: Vec<(OsString, OsString)> = setup.ctx.env().to_vec();
+        env.extend(
+            planted
+                .iter()
+                .map(|(key, value)| (OsString::from(key), OsString::from(value))),
+        );
+        let ctx = setup.ctx.clone().with_env(env);
+        let run = setup
+            .call_in(json!({"command": "env; echo end"}), &ctx)
+            .await;
+        assert!(
+            run.text.contains("\nGIT_AUTHOR_NAME=Ada"),
+            "{mode:?}: {}",
+            run.text
+        );
+        for (name, value) in &planted[..3] {
+            assert!(
+                !run.text.contains(&format!("\n{name}=")) && !run.text.contains(value),
+                "{mode:?}: {name} reached the command: {}",
+                run.text
+            );
+            assert!(
+                run.text.contains(&format!("{name} (its name)")),
+                "{mode:?}: {}",
+                run.text
+            );
+        }
+    }
+}
