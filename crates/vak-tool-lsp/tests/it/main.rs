@@ -138,6 +138,23 @@ fn setup(mode: &str) -> Setup {
 }
 
 impl Setup {
+    /// Waits until the fake server (mode `late`) has published after `n` documents: it counts
+    /// them in a file beside its pid file. A bound of two minutes, for a loaded machine.
+    async fn wait_for_publications(&self, n: usize) {
+        let file = self.dir.path().join("server.pid.published");
+        for _ in 0..1200 {
+            let count = std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|text| text.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if count >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the fake server published after fewer than {n} documents in two minutes");
+    }
+
     async fn put(&self, path: &str, content: &str) -> String {
         let out = self
             .registry
@@ -312,8 +329,9 @@ async fn diagnostics_that_arrive_late_start_the_next_result() {
     let s = setup_with("late", |s| s.wait_ms = 50, PermissionMode::FullAccess);
     let text = s.put("a.fk", "ERROR one\n").await;
     assert!(text.contains("a.fk: still checking"), "{text}");
-    // Long past the server's 300 ms: its report has arrived.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Its report has been sent (the fake counts what it published), and read: a moment later.
+    s.wait_for_publications(1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let text = s.put("b.fk", "fine\n").await;
     assert!(
         text.starts_with(
@@ -324,7 +342,8 @@ async fn diagnostics_that_arrive_late_start_the_next_result() {
         "{text}"
     );
     // Said once.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    s.wait_for_publications(2).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let text = s.diagnostics(json!({"path": "b.fk"})).await.text_content();
     assert!(
         text.starts_with("Diagnostics since your last call:\nb.fk: no problems"),

@@ -10,7 +10,8 @@
 //! `hang-shutdown` (ignores `shutdown`, `exit` and the end of its input), `noversion` (publishes without versions),
 //! `changes-only` (without versions, and only the documents whose diagnostics changed, as
 //! typescript-language-server does), `own-only` (only the document just sent, so that another
-//! open document's report goes stale), `late` (publishes 300 ms after each document), `hostile` (on each document, tries what a sandbox must
+//! open document's report goes stale), `late` (publishes 300 ms after each document, then counts the publications in
+//! `PID-FILE.published`, so that a test can wait for them instead of guessing a time), `hostile` (on each document, tries what a sandbox must
 //! stop and reports each attempt as a warning `probe NAME: RESULT`: writing `--outside PATH`,
 //! writing `probe.txt` in its folder and in `$XDG_CACHE_HOME`, reading the environment of the
 //! process `--peek PID` (the tool's, holding its secrets), connecting to `127.0.0.1:--port N`,
@@ -137,6 +138,12 @@ fn main() {
     let mut out = stdout.lock();
     let mut docs: BTreeMap<String, (i64, String)> = BTreeMap::new();
     let mut last: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let published_file = args
+        .iter()
+        .position(|a| a == "--pid-file")
+        .and_then(|i| args.get(i + 1))
+        .map(|file| format!("{file}.published"));
+    let mut published = 0usize;
     while let Some(message) = read_message(&mut input) {
         let method = message["method"].as_str().unwrap_or("");
         let id = message.get("id").cloned();
@@ -231,6 +238,12 @@ fn main() {
                         &mut out,
                         &json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}),
                     );
+                }
+                if mode == "late"
+                    && let Some(file) = &published_file
+                {
+                    published += 1;
+                    let _ = std::fs::write(file, published.to_string());
                 }
             }
             _ => {}
