@@ -103,23 +103,6 @@ fn processes() -> Vec<(u32, u32, Option<std::path::PathBuf>, Vec<u8>)> {
     found
 }
 
-/// The sandbox this test process started (its child whose program is the helper in the role
-/// of a command's outer process, `run` or `standby`) once its init has started the shell.
-fn own_sandbox() -> Option<u32> {
-    let helper = std::fs::canonicalize(crate::support::helper()).unwrap();
-    let all = processes();
-    let outer = all.iter().find(|(_, ppid, exe, args)| {
-        *ppid == std::process::id()
-            && exe.as_deref() == Some(helper.as_path())
-            && args
-                .split(|&byte| byte == 0)
-                .any(|arg| arg == b"run" || arg == b"standby")
-    })?;
-    let init = all.iter().find(|(_, ppid, ..)| *ppid == outer.0)?;
-    all.iter().find(|(_, ppid, ..)| *ppid == init.0)?;
-    Some(outer.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_memory() {
     let mut settings = quick_settings();
@@ -129,12 +112,16 @@ async fn when_the_out_of_memory_killer_picks_the_helper_the_result_names_max_mem
     // The command waits until the test has made the helper the kernel's first pick, then
     // fills its shared memory past the limit: pages charged to the command, held by no
     // process, so the helper is the one the kernel ends.
-    let command = "while [ ! -e go ]; do sleep 0.05; done; \
-                   head -c 512M /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill";
-    let call = setup.command(command);
+    // The token names this test's sandbox among those other tests start meanwhile.
+    let token = format!("fg-oom-{}", std::process::id());
+    let command = format!(
+        "while [ ! -e go ]; do sleep 0.05; done; \
+         head -c 512M /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill # {token}"
+    );
+    let call = setup.command(&command);
     let pick = async {
         loop {
-            if let Some(outer) = own_sandbox() {
+            if let Some(outer) = sandbox_running(&token) {
                 std::fs::write(format!("/proc/{outer}/oom_score_adj"), "1000").unwrap();
                 std::fs::write(&go, "").unwrap();
                 return;
