@@ -158,6 +158,20 @@ impl Tool for WebFetch {
         "reaches the network only".to_owned()
     }
 
+    /// The first hop's rules that need no lookup, and the egress allow-list.
+    fn check(&self, args: &WebFetchArgs, _ctx: &ToolContext) -> Result<(), ToolError> {
+        let url = self
+            .guard
+            .check_url(&args.url, &Chain::new())
+            .map_err(FetchError::from)?;
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(0);
+        self.guard
+            .check_egress(host, port)
+            .map_err(FetchError::from)?;
+        Ok(())
+    }
+
     async fn run(&self, args: WebFetchArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(self.fetch_page(&args, ctx).await?.into_output())
     }

@@ -328,3 +328,15 @@ fn an_approval_without_a_session_is_an_input_required_round_trip() {
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("declined"), "{refused}");
 }
+
+#[test]
+fn a_call_that_cannot_run_is_refused_without_a_question() {
+    let dir = workspace("");
+    let served = serve(dir.path(), &["--no-auth"], None);
+    let elicits = json!({"elicitation": {}});
+    let fetch = json!({"name": "webfetch", "arguments": {"url": "not a url"}});
+    let reply = ask(&served, 1, "tools/call", fetch, elicits).message()["result"].clone();
+    assert_ne!(reply["resultType"], "input_required", "{reply}");
+    assert_eq!(reply["isError"], true, "{reply}");
+    assert!(text(&reply).contains("does not parse"), "{reply}");
+}
