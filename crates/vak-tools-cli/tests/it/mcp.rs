@@ -503,6 +503,45 @@ async fn the_person_is_asked_only_about_a_call_that_would_run() {
 }
 
 #[tokio::test]
+async fn the_question_shows_the_whole_command() {
+    let (dir, client, asked) = serve_person("[permissions]\nmode = \"read-only\"\n", false).await;
+    let command = format!("echo harmless{}; touch approved-blind", " ".repeat(240));
+    let script = format!("echo start\n{}\necho end", "x".repeat(150));
+    for command in [command.as_str(), script.as_str()] {
+        let result = call_person(&client, "bash", json!({ "command": command })).await;
+        assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    }
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 2, "{questions:?}");
+    assert!(
+        questions[0].contains("Allow bash of echo harmless⟪240 spaces⟫; touch approved-blind?"),
+        "{questions:?}"
+    );
+    // Several lines, one of them long: shown after the question, folded, nothing cut.
+    let block: Vec<&str> = questions[1].lines().skip(1).collect();
+    assert_eq!(block.len(), 4, "{questions:?}");
+    assert_eq!(block[0], "echo start\\n");
+    assert_eq!(
+        format!("{}{}", block[1].trim_end_matches('↩'), block[2]),
+        format!("{}\\n", "x".repeat(150))
+    );
+    assert_eq!(block[3], "echo end");
+    assert!(!dir.path().join("approved-blind").exists());
+    client.cancel().await.unwrap();
+}
+
+async fn call_person(
+    client: &RunningService<RoleClient, Person>,
+    name: &str,
+    value: Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(value)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
 async fn an_approved_bash_in_read_only_runs_with_workspace_write_confinement() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
