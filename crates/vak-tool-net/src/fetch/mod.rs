@@ -139,8 +139,11 @@ impl Tool for WebFetch {
             );
         }
         text.push_str(
-            ", as are credentials in the URL; no cookies or authorization are ever sent. For a \
-             local development server use `bash` with curl instead.",
+            ", as are credentials in the URL; no cookies or authorization are ever sent. Only \
+             hosts on the egress allow-list are fetched (`[net] allow_domains`, the package \
+             registries and source forges); a refusal names the line the person adds. A local \
+             development server is reached once the person lists it in `[net] allow` and \
+             `allow_domains` (the refusal gives both lines).",
         );
         text
     }
