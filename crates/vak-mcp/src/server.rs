@@ -454,6 +454,8 @@ impl Server {
         };
         let mut approved = None;
         if posture(&spec, self.inner.mode) == Posture::Ask {
+            // The person is asked only about a call that would run.
+            self.inner.registry.check(name, &args, &self.inner.ctx)?;
             match approval::approve(&spec, &args, self.inner.mode, context).await {
                 Ok(mode) => approved = Some(mode),
                 Err(refusal) => return Err(refusal),

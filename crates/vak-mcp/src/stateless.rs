@@ -176,6 +176,10 @@ impl Stateless {
         if vak_tool_core::posture(spec, mode) != Posture::Ask {
             return Gate::Run;
         }
+        // The person is asked only about a call that would run.
+        if let Err(refusal) = registry.check(name, &args, ctx) {
+            return Gate::Refused(refusal);
+        }
         if let Some(state) = &request.request_state {
             let Some(pending) = self.take(state) else {
                 return Gate::Refused(approval::refusal(

@@ -226,6 +226,11 @@ impl Tool for Browse {
             .to_owned()
     }
 
+    fn check(&self, args: &BrowseArgs, _ctx: &ToolContext) -> Result<(), ToolError> {
+        target::check_unresolved(&self.guard, &args.url)?;
+        Ok(())
+    }
+
     async fn run(&self, args: BrowseArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(self.browse(&args, ctx).await?))
     }

@@ -26,19 +26,34 @@ impl Target {
     }
 }
 
-/// Checks the target's URL and resolves and judges its host, like `webfetch`'s first hop.
-pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, BrowseError> {
-    let refused = |refusal: Refusal| BrowseError::TargetRefused {
+/// The refusal of the target `input`.
+fn refused(input: &str) -> impl Fn(Refusal) -> BrowseError + '_ {
+    move |refusal: Refusal| BrowseError::TargetRefused {
         url: input.trim().to_owned(),
         reason: refusal.to_string(),
-    };
-    let chain = Chain::new();
-    let url = guard.check_url(input, &chain).map_err(refused)?;
+    }
+}
+
+/// What needs no lookup: the URL's rules and the egress allow-list (a refused name is never
+/// resolved). Also what is checked before the person is asked about the call.
+pub(crate) fn check_unresolved(guard: &Guard, input: &str) -> Result<Url, BrowseError> {
+    let url = guard
+        .check_url(input, &Chain::new())
+        .map_err(refused(input))?;
     let host = url.host_str().unwrap_or_default();
-    // The allow-list before the lookup: a refused name is never resolved.
     let port = url.port_or_known_default().unwrap_or(0);
-    guard.check_egress(host, port).map_err(refused)?;
-    let vetted = guard.vet(host, &chain).await.map_err(refused)?;
+    guard.check_egress(host, port).map_err(refused(input))?;
+    Ok(url)
+}
+
+/// Checks the target's URL and resolves and judges its host, like `webfetch`'s first hop.
+pub(crate) async fn check_target(guard: &Guard, input: &str) -> Result<Target, BrowseError> {
+    let url = check_unresolved(guard, input)?;
+    let host = url.host_str().unwrap_or_default();
+    let vetted = guard
+        .vet(host, &Chain::new())
+        .await
+        .map_err(refused(input))?;
     Ok(Target {
         url,
         intranet: vetted.exempted,

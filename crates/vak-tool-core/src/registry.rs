@@ -223,6 +223,25 @@ impl Registry {
         self.tools.get(name).map(|entry| entry.tool.claims_rule())
     }
 
+    /// Checks a call before the person is asked about it ([`DynTool::check`]): `Err` is the
+    /// result of a call that would fail at once (arguments that do not parse, a URL the tool
+    /// refuses), to return instead of asking. An unknown tool is `Err` too; a check that
+    /// panics lets the call through to `run`, which reports it.
+    pub fn check(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<(), ToolOutput> {
+        let Some(entry) = self.tools.get(name) else {
+            return Err(ToolOutput::error(format!(
+                "unknown tool `{name}`. The tools are: {}.",
+                self.names().join(", ")
+            )));
+        };
+        catch_unwind(AssertUnwindSafe(|| entry.tool.check(args, ctx))).unwrap_or(Ok(()))
+    }
+
     /// Calls a tool by name with JSON arguments.
     ///
     /// The tool gets [`ToolContext::child`] of `ctx`. An unknown name, and a panic inside the
@@ -328,6 +347,12 @@ mod tests {
         }
         fn floor(&self) -> bool {
             self.floor
+        }
+        fn check(&self, args: &EchoArgs, _ctx: &ToolContext) -> Result<(), ToolError> {
+            if args.text == "unrunnable" {
+                return Err(ToolError::new("`text` is unrunnable"));
+            }
+            Ok(())
         }
         async fn run(&self, args: EchoArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             tokio::task::yield_now().await;
@@ -448,6 +473,37 @@ mod tests {
         assert!(out.is_error && out.text_content().contains("`text`"));
         let out = call("alpha", json!({"text": ""})).await;
         assert_eq!(out, ToolOutput::error("`text` is empty"));
+    }
+
+    #[test]
+    fn check_refuses_before_running_what_would_fail_at_once() {
+        let registry = registry();
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        assert!(
+            registry
+                .check("alpha", &json!({"text": "hi"}), &ctx)
+                .is_ok()
+        );
+        let bad = registry
+            .check("alpha", &json!({"text": 1}), &ctx)
+            .unwrap_err();
+        assert!(
+            bad.is_error && bad.text_content().contains("`text`"),
+            "{bad:?}"
+        );
+        let refused = registry
+            .check("alpha", &json!({"text": "unrunnable"}), &ctx)
+            .unwrap_err();
+        assert_eq!(refused, ToolOutput::error("`text` is unrunnable"));
+        let unknown = registry.check("nope", &json!({}), &ctx).unwrap_err();
+        assert!(unknown.text_content().contains("unknown tool `nope`"));
+        // A hand-written tool checks nothing by default.
+        assert!(
+            registry
+                .check("panic_later", &json!({"text": 1}), &ctx)
+                .is_ok()
+        );
     }
 
     #[test]

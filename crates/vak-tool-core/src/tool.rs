@@ -131,6 +131,15 @@ pub trait Tool: Send + Sync + 'static {
         "everything: ordered against every other call".to_owned()
     }
 
+    /// Checks parsed arguments before the call is put to the person: what `run` would refuse
+    /// at once, without touching anything (a URL that does not parse, a host the network
+    /// policy refuses). A server asks the person only about a call that passes; an `Err` is the
+    /// call's result. Nothing by default: `run` still checks everything itself.
+    fn check(&self, args: &Self::Args, ctx: &ToolContext) -> Result<(), ToolError> {
+        let _ = (args, ctx);
+        Ok(())
+    }
+
     /// Runs the tool with parsed arguments.
     fn run(
         &self,
@@ -210,6 +219,13 @@ pub trait DynTool: Send + Sync {
     fn claims_rule(&self) -> String {
         "everything: ordered against every other call".to_owned()
     }
+
+    /// Checks JSON arguments before the person is asked about the call (see [`Tool::check`]):
+    /// `Err` is the result of a call that would fail at once. Nothing by default.
+    fn check(&self, args: &serde_json::Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+        let _ = (args, ctx);
+        Ok(())
+    }
 }
 
 impl<T: Tool> DynTool for T {
@@ -244,5 +260,10 @@ impl<T: Tool> DynTool for T {
 
     fn claims_rule(&self) -> String {
         Tool::claims_rule(self)
+    }
+
+    fn check(&self, args: &serde_json::Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+        let args = parse_args::<T::Args>(args.clone())?;
+        Tool::check(self, &args, ctx).map_err(ToolOutput::from)
     }
 }

@@ -207,13 +207,12 @@ impl EgressPolicy {
     }
 
     /// Whether an `allow_domains` entry names exactly this port for this host: the person chose
-    /// the port, so the Fetch Standard's bad-port list does not apply (`github.com:22`).
+    /// the port, so the Fetch Standard's bad-port list does not apply (`github.com:22`). In
+    /// either mode: the entry is the person's choice of that port.
     pub(crate) fn names_port(&self, host: &Host<&str>, port: u16) -> bool {
-        self.mode == Egress::Allowlist
-            && self
-                .allow
-                .iter()
-                .any(|entry| entry.port == Some(port) && entry.host.matches(host))
+        self.allow
+            .iter()
+            .any(|entry| entry.port == Some(port) && entry.host.matches(host))
     }
 
     /// The entry that would allow this host and port: `host` for the HTTP(S) ports, else
@@ -247,7 +246,7 @@ impl EgressPolicy {
 }
 
 /// A TOML basic string.
-fn toml_string(text: &str) -> String {
+pub(crate) fn toml_string(text: &str) -> String {
     let mut quoted = String::from('"');
     for c in text.chars() {
         match c {

@@ -157,6 +157,8 @@ pub struct Connection {
 #[derive(Debug, Clone)]
 pub struct Guard {
     allow: Arc<AllowList>,
+    /// `[net] allow` as written, for the line a refusal advises.
+    written_allow: Arc<Vec<String>>,
     egress: Arc<EgressPolicy>,
     resolver: Arc<dyn Resolver>,
     own: Arc<OwnAddresses>,
@@ -168,6 +170,7 @@ impl Guard {
     pub fn new(settings: &GuardSettings) -> Self {
         Self {
             allow: Arc::new(AllowList::parse(&settings.allow)),
+            written_allow: Arc::new(settings.allow.clone()),
             egress: Arc::new(EgressPolicy::parse(
                 settings.egress,
                 &settings.allow_domains,
@@ -295,15 +298,22 @@ impl Guard {
             return Err(refuse(Rule::Credentials));
         }
         let port = url.port_or_known_default().unwrap_or(0);
-        if BAD_PORTS.contains(&port) {
-            return Err(refuse(Rule::BadPort { port }));
-        }
         let Some(host) = url.host() else {
             return Err(refuse(unparsable("the URL has no host")));
         };
+        if BAD_PORTS.contains(&port)
+            && !self
+                .egress
+                .names_port(&borrow_host(&normalised_host(&host)), port)
+        {
+            return Err(self.advise(refuse(Rule::BadPort { port }), &host, port));
+        }
         match self.check_host(&host, chain) {
             Ok(_) => Ok(()),
-            Err(refusal) => Err(refusal.with_url(url.as_str()).with_spelling(spelling)),
+            Err(refusal) => Err(self
+                .advise(refusal, &host, port)
+                .with_url(url.as_str())
+                .with_spelling(spelling)),
         }
     }
 
@@ -363,7 +373,7 @@ impl Guard {
         chain: &mut Chain,
     ) -> Result<Connection, Refusal> {
         let with_context = |refusal: Refusal| {
-            refusal
+            self.advise(refusal, host, port)
                 .with_url(label.clone())
                 .with_spelling(spelling.clone())
         };
@@ -532,6 +542,82 @@ impl Guard {
         Ok(())
     }
 
+    /// Gives a refusal the advice that works as written for this host and port: the exact
+    /// `[net]` lines (what is listed today, plus the entry) that would let the request through.
+    /// Only for the rules a setting lifts: a private address (`allow`, and `allow_domains`
+    /// under the allow-list), `localhost` (its address instead), a blocked port (`host:port`).
+    fn advise(&self, refusal: Refusal, host: &Host<&str>, port: u16) -> Refusal {
+        let host = normalised_host(host);
+        let host = borrow_host(&host);
+        let (address, lead) = match refusal.rule() {
+            Rule::BadPort { .. } => {
+                let entry = EgressPolicy::entry_for(&host, port);
+                return refusal.with_advice(format!(
+                    "Browsers refuse this port because it belongs to another protocol. If the \
+                     person trusts `{entry}`, they add it to the `[net]` section of \
+                     .vak/config.toml (an entry naming the port lets that port through, for \
+                     webfetch, browse and bash's commands alike):\n  [net]\n  {}",
+                    self.egress.line_with(&entry)
+                ));
+            }
+            Rule::LocalhostName => (
+                IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+                Some(format!(
+                    "The name `localhost` is never resolved: write its address instead \
+                     (http://127.0.0.1:{port}/). "
+                )),
+            ),
+            Rule::SpecialAddress {
+                metadata: false,
+                name,
+                ..
+            } if !name.starts_with("benchmarking range") => match refusal.address() {
+                Some(address) => (address, None),
+                None => return refusal,
+            },
+            Rule::OwnAddress { address } => (
+                *address,
+                Some(
+                    "This is the machine the tools run on: its services are not reached through \
+                     the network tools unless the person lists its exact address in `[net] \
+                     allow`. "
+                        .to_owned(),
+                ),
+            ),
+            _ => return refusal,
+        };
+        // Under the allow-list the request must also be let out: by its address when it was
+        // written as one (or as `localhost`), else by the name.
+        let by_name = !matches!(refusal.rule(), Rule::LocalhostName);
+        let egress_host = match (&host, address) {
+            (Host::Domain(_), _) if by_name => host.clone(),
+            (_, IpAddr::V4(v4)) => Host::Ipv4(v4),
+            (_, IpAddr::V6(v6)) => Host::Ipv6(v6),
+        };
+        let mut lines = vec![allow_line(&self.written_allow, &address.to_string())];
+        if self.egress.judge(&egress_host, port) != Verdict::Allowed {
+            lines.push(
+                self.egress
+                    .line_with(&EgressPolicy::entry_for(&egress_host, port)),
+            );
+        }
+        let why = if lines.len() > 1 {
+            "`[net] allow` lets the guard reach that private address, `allow_domains` lets \
+             the request out under the egress allow-list"
+        } else {
+            "`[net] allow` lets the guard reach that private address"
+        };
+        refusal.with_advice(format!(
+            "{}If this is a server the person runs and trusts (a development server on this \
+             machine, a host of their own network), they add it to the `[net]` section of \
+             .vak/config.toml ({why}; a command cannot change that file, and it applies to \
+             webfetch, browse and bash's commands alike):\n  [net]\n  {}\nOtherwise use a \
+             public address.",
+            lead.unwrap_or_default(),
+            lines.join("\n  ")
+        ))
+    }
+
     fn refusal(&self, rule: Rule, chain: &Chain) -> Refusal {
         let mut warnings = self.allow.warnings().to_vec();
         warnings.extend_from_slice(self.egress.warnings());
@@ -539,6 +625,17 @@ impl Guard {
             .at(chain.hops.len(), &chain.hops)
             .with_warnings(&warnings)
     }
+}
+
+/// The whole `allow = [...]` line of `[net]` with `entry` added to what is listed today.
+fn allow_line(written: &[String], entry: &str) -> String {
+    let mut entries: Vec<String> = written
+        .iter()
+        .filter(|written| !written.trim().is_empty())
+        .map(|written| egress::toml_string(written.trim()))
+        .collect();
+    entries.push(egress::toml_string(entry));
+    format!("allow = [{}]", entries.join(", "))
 }
 
 /// The rule an input breaks when it does not parse; `reason` says why.

@@ -188,13 +188,19 @@ impl Rule {
                  credentials. Fetch a public URL instead."
             }
             Rule::BadPort { .. } => {
-                "Browsers refuse this port because it belongs to another protocol; if you really \
-                 need it, use `bash` with curl."
+                "Browsers refuse this port because it belongs to another protocol. If the person \
+                 trusts this host on this port, an `allow_domains` entry `host:port` in the \
+                 `[net]` section of .vak/config.toml lets it through."
             }
-            Rule::LocalhostName | Rule::PeerMismatch { .. } => {
-                "For a local development server, use `bash` with curl (for example \
-                 `curl -sS http://127.0.0.1:8080/`). To reach your own intranet, add the host or \
-                 address to `[net] allow` in the vak config."
+            Rule::LocalhostName => {
+                "The name `localhost` is never resolved: write its address (127.0.0.1). A \
+                 server on this machine is reached once the person lists its address in \
+                 `[net] allow` and its `address:port` in `[net] allow_domains` of \
+                 .vak/config.toml."
+            }
+            Rule::PeerMismatch { .. } => {
+                "The connection ended up somewhere else than the address that was checked; try \
+                 again, and do not work around it."
             }
             Rule::MetadataName => {
                 "Cloud metadata services hold credentials and are never fetched; if you truly \
@@ -207,12 +213,13 @@ impl Rule {
             Rule::SpecialAddress { name, .. } if name.starts_with("benchmarking range") => {
                 "198.18.0.0/15 is what fake-IP proxies (Clash, Surge, sing-box and other TUN \
                  modes) hand out for every name: the real address is hidden. Turn off fake-IP \
-                 mode or exempt the name in the proxy, or use `bash` with curl through the proxy."
+                 mode or exempt the name in the proxy."
             }
             Rule::SpecialAddress { .. } => {
-                "For a local development server, use `bash` with curl (for example \
-                 `curl -sS http://127.0.0.1:8080/`). To reach your own intranet, add the host or \
-                 CIDR to `[net] allow` in the vak config."
+                "A server the person runs and trusts (a development server on this machine, a \
+                 host of their network) is reached once they list its address in `[net] allow` \
+                 (and, under the egress allow-list, the host in `[net] allow_domains`) in \
+                 .vak/config.toml."
             }
             Rule::AllowedOnlyAtChainStart { .. } => {
                 "A public page may not redirect into the intranet. If you trust the target, \
@@ -220,8 +227,9 @@ impl Rule {
             }
             Rule::OwnAddress { .. } => {
                 "This is the machine the tools run on: its services are not reached through the \
-                 network tools, whose requests would bypass any firewall in front of it. If you \
-                 really need a service of this machine, list its exact address in `[net] allow`."
+                 network tools, whose requests would bypass any firewall in front of it. If the \
+                 person really needs a service of this machine, they list its exact address in \
+                 `[net] allow` (and, under the egress allow-list, in `[net] allow_domains`)."
             }
             Rule::OwnAddressesUnknown { .. } => {
                 "The network interfaces of this machine could not be read; try again, and check \
@@ -253,6 +261,9 @@ struct Details {
     hop: usize,
     chain: Vec<String>,
     allow_warnings: Vec<String>,
+    /// Advice built for this request (its host, port and the settings' lines), in place of the
+    /// rule's general hint.
+    advice: Option<String>,
 }
 
 impl Refusal {
@@ -266,7 +277,13 @@ impl Refusal {
             hop: 0,
             chain: Vec::new(),
             allow_warnings: Vec::new(),
+            advice: None,
         }))
+    }
+
+    pub(crate) fn with_advice(mut self, advice: String) -> Self {
+        self.0.advice = Some(advice);
+        self
     }
 
     pub(crate) fn with_warnings(mut self, warnings: &[String]) -> Self {
@@ -337,9 +354,10 @@ impl Refusal {
         &self.0.chain
     }
 
-    /// What the model should do instead.
+    /// What the model should do instead: advice that works as written for this request and
+    /// these settings (the exact lines to add, where settings would let it through).
     pub fn hint(&self) -> String {
-        self.0.rule.hint()
+        self.0.advice.clone().unwrap_or_else(|| self.0.rule.hint())
     }
 }
 
@@ -393,7 +411,7 @@ impl fmt::Display for Refusal {
         for warning in &self.0.allow_warnings {
             write!(f, "\n  note: {warning}")?;
         }
-        write!(f, "\n{}", self.0.rule.hint())
+        write!(f, "\n{}", self.hint())
     }
 }
 

@@ -204,3 +204,18 @@ async fn a_host_port_entry_lifts_the_bad_port_rule_for_that_host_only() {
         "{refusal}"
     );
 }
+
+#[test]
+fn docs_list_every_built_in_host() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sandbox.md");
+    let docs = std::fs::read_to_string(docs).unwrap();
+    let table: Vec<&str> = docs
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| ecosystem"))
+        .filter_map(|line| line.split(" | ").nth(1))
+        .flat_map(|hosts| hosts.trim_end_matches(" |").split(", "))
+        .collect();
+    for host in vak_guard::DEFAULT_DOMAINS {
+        assert!(table.contains(host), "docs/sandbox.md does not list {host}");
+    }
+}

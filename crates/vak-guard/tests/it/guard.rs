@@ -247,7 +247,7 @@ fn refusals_name_rule_address_spelling_and_hint() {
         "address: 127.0.0.1",
         "written as `0x7f.1`",
         "hop: the first request",
-        "`bash` with curl",
+        "  [net]\n  allow = [\"127.0.0.1\"]\n  allow_domains = [\"127.0.0.1:8080\"]",
         "[net] allow",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");

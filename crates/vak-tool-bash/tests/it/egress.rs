@@ -155,3 +155,46 @@ async fn every_route_reaches_a_listed_host() {
     // curl ×3, wget, python, git, by hand ×2.
     assert!(with_secret >= 8, "{with_secret} of 8 arrived: {seen:#?}");
 }
+
+/// Runs `command` under these guard settings; the output.
+async fn run_with(guard: &GuardSettings, setup: &Setup, command: &str) -> String {
+    let bash = Bash::new(test_settings(), PermissionMode::WorkspaceWrite, guard);
+    let mut registry = Registry::new();
+    registry.register(bash);
+    registry
+        .call("bash", json!({ "command": command }), &setup.ctx)
+        .await
+        .text_content()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_server_is_reached_by_following_the_proxys_advice() {
+    // A development server on the host's loopback, asked for by a command through the proxy.
+    let (server, heads) = origin(String::new()).await;
+    let setup = Setup::new();
+    let command = format!("curl -sS -m 20 http://{server}/; echo '[done]'");
+    let refused = run_with(&GuardSettings::default(), &setup, &command).await;
+    assert!(refused.contains("[done]"), "{refused}");
+    assert!(!refused.contains("`bash` with curl"), "{refused}");
+    assert!(
+        heads.lock().unwrap().is_empty(),
+        "reached before it was allowed"
+    );
+    // The advised lines, pasted as the person would.
+    let list = |key: &str| -> Vec<String> {
+        refused
+            .lines()
+            .find_map(|line| line.trim().strip_prefix(key))
+            .map(|value| serde_json::from_str(value).unwrap())
+            .unwrap_or_default()
+    };
+    let (allow, allow_domains) = (list("allow = "), list("allow_domains = "));
+    assert_eq!(allow, [SERVER_IP], "{refused}");
+    assert_eq!(allow_domains, [server.to_string()], "{refused}");
+    let following = GuardSettings::default()
+        .with_allow(allow)
+        .with_allow_domains(allow_domains);
+    let reached = run_with(&following, &setup, &command).await;
+    assert!(reached.contains("hello[done]"), "{reached}");
+    assert_eq!(heads.lock().unwrap().len(), 1);
+}

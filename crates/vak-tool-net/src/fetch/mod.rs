@@ -139,8 +139,11 @@ impl Tool for WebFetch {
             );
         }
         text.push_str(
-            ", as are credentials in the URL; no cookies or authorization are ever sent. For a \
-             local development server use `bash` with curl instead.",
+            ", as are credentials in the URL; no cookies or authorization are ever sent. Only \
+             hosts on the egress allow-list are fetched (`[net] allow_domains`, the package \
+             registries and source forges); a refusal names the line the person adds. A local \
+             development server is reached once the person lists it in `[net] allow` and \
+             `allow_domains` (the refusal gives both lines).",
         );
         text
     }
@@ -156,6 +159,20 @@ impl Tool for WebFetch {
 
     fn claims_rule(&self) -> String {
         "reaches the network only".to_owned()
+    }
+
+    /// The first hop's rules that need no lookup, and the egress allow-list.
+    fn check(&self, args: &WebFetchArgs, _ctx: &ToolContext) -> Result<(), ToolError> {
+        let url = self
+            .guard
+            .check_url(&args.url, &Chain::new())
+            .map_err(FetchError::from)?;
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(0);
+        self.guard
+            .check_egress(host, port)
+            .map_err(FetchError::from)?;
+        Ok(())
     }
 
     async fn run(&self, args: WebFetchArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

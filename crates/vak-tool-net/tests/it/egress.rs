@@ -97,3 +97,73 @@ async fn following_the_advice_lets_the_fetch_through() {
     assert!(!out.is_error, "{out:?}");
     assert!(out.text_content().contains("docs page"));
 }
+
+/// The `[net]` lines a refusal advises, parsed as the person would paste them: `allow` and
+/// `allow_domains` (TOML arrays of strings, which read as JSON).
+fn advised_lines(text: &str) -> (Vec<String>, Vec<String>) {
+    let list = |key: &str| -> Vec<String> {
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix(key))
+            .map(|value| serde_json::from_str(value).unwrap())
+            .unwrap_or_default()
+    };
+    (list("allow = "), list("allow_domains = "))
+}
+
+fn settings_from(allow: Vec<String>, allow_domains: Vec<String>) -> NetSettings {
+    let mut settings = NetSettings::default().with_allow(allow);
+    settings.guard = settings.guard.with_allow_domains(allow_domains);
+    settings
+}
+
+#[tokio::test]
+async fn a_local_server_is_reached_by_following_the_refusals_advice() {
+    // A development server on a loopback address, fetched by its address and as `localhost`.
+    let (on_one, _) = vak_test_support::net::origin_on(
+        std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        String::new(),
+    )
+    .await;
+    let (on_two, _) = vak_test_support::net::origin(String::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        format!("http://{on_two}/"),
+        format!("http://localhost:{}/", on_one.port()),
+    ] {
+        let refused = vak_tool_net::WebFetch::default();
+        let out = fetch_with(&refused, &context(&dir), &url, "markdown").await;
+        assert!(out.is_error, "{out:?}");
+        let text = out.text_content();
+        assert!(!text.contains("`bash` with curl"), "{text}");
+        assert!(!text.contains("intranet"), "{text}");
+        let (allow, allow_domains) = advised_lines(&text);
+        assert!(!allow.is_empty() && !allow_domains.is_empty(), "{text}");
+        // `localhost` is refused by name: the advice says which URL to fetch instead.
+        let url = match text.split_once("write its address instead (") {
+            Some((_, rest)) => rest.split_once(')').unwrap().0.to_owned(),
+            None => url,
+        };
+        let following = vak_tool_net::WebFetch::new(&settings_from(allow, allow_domains));
+        let out = fetch_with(&following, &context(&dir), &url, "raw").await;
+        assert!(!out.is_error, "{url}: {out:?}");
+        assert!(out.text_content().contains("hello"), "{out:?}");
+    }
+}
+
+#[test]
+fn a_blocked_port_is_let_through_by_following_the_refusals_advice() {
+    let url = format!("http://{SERVER_IP}:10080/");
+    let allow = vec![format!("{SERVER_IP}/32")];
+    let guard = vak_guard::Guard::new(&settings_from(allow.clone(), Vec::new()).guard);
+    let refusal = guard.check_url(&url, &vak_guard::Chain::new()).unwrap_err();
+    let text = refusal.to_string();
+    assert!(text.contains("port 10080"), "{text}");
+    assert!(!text.contains("`bash` with curl"), "{text}");
+    let (_, allow_domains) = advised_lines(&text);
+    assert_eq!(allow_domains, [format!("{SERVER_IP}:10080")], "{text}");
+    let following = vak_guard::Guard::new(&settings_from(allow, allow_domains).guard);
+    assert!(
+        following.check_url(&url, &vak_guard::Chain::new()).is_ok(),
+        "{text}"
+    );
+}

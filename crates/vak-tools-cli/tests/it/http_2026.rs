@@ -443,4 +443,15 @@ fn jobs_without_a_session_are_bounded_and_an_idle_one_is_stopped() {
         !crate::procs::running_with(&tag("third")).is_empty(),
         "{again}"
     );
+
+#[test]
+fn a_call_that_cannot_run_is_refused_without_a_question() {
+    let dir = workspace("");
+    let served = serve(dir.path(), &["--no-auth"], None);
+    let elicits = json!({"elicitation": {}});
+    let fetch = json!({"name": "webfetch", "arguments": {"url": "not a url"}});
+    let reply = ask(&served, 1, "tools/call", fetch, elicits).message()["result"].clone();
+    assert_ne!(reply["resultType"], "input_required", "{reply}");
+    assert_eq!(reply["isError"], true, "{reply}");
+    assert!(text(&reply).contains("does not parse"), "{reply}");
 }

@@ -138,8 +138,9 @@ async fn calls_succeed_fail_and_ask_before_the_network() {
     let failed = call(&client, "read", json!({"path": "missing.txt"})).await;
     assert_eq!(failed.is_error, Some(true));
 
-    // webfetch is `Ask` in workspace-write; this client cannot answer an elicitation.
-    let refused = call(&client, "webfetch", json!({"url": "https://example.com/"})).await;
+    // webfetch is `Ask` in workspace-write; this client cannot answer an elicitation. (A host
+    // of the built-in allow-list: a call that would run, so the person would be asked.)
+    let refused = call(&client, "webfetch", json!({"url": "https://crates.io/"})).await;
     assert_eq!(refused.is_error, Some(true));
     let text = text_of(&refused);
     assert!(text.contains("full-access"), "{text}");
@@ -398,26 +399,51 @@ impl rmcp::ClientHandler for Person {
     }
 }
 
+/// `vak-tools mcp` in a fresh workspace with this `.vak/config.toml`, served to `person`.
+async fn serve_person(
+    config: &str,
+    allow: bool,
+) -> (
+    tempfile::TempDir,
+    RunningService<RoleClient, Person>,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".vak")).unwrap();
+    std::fs::write(dir.path().join(".vak/config.toml"), config).unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("mcp").arg("--workspace").arg(dir.path());
+    let person = Person {
+        allow,
+        asked: asked.clone(),
+    };
+    let client = person
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    (dir, client, asked)
+}
+
+/// A loopback port nothing listens on (bound, then let go).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 #[tokio::test]
 async fn an_ask_tool_runs_only_after_the_person_approves() {
     for allow in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
-        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut command = tokio::process::Command::new(BIN);
-        command.arg("mcp").arg("--workspace").arg(dir.path());
-        let person = Person {
-            allow,
-            asked: asked.clone(),
-        };
-        let client = person
-            .serve(TokioChildProcess::new(command).unwrap())
-            .await
-            .unwrap();
-        // A loopback URL: once approved, webfetch itself refuses it without any traffic.
+        // A loopback port the configuration lets webfetch reach (so that the call would run):
+        // once approved, the fetch finds nothing listening, without any other traffic.
+        let port = closed_port();
+        let url = format!("http://127.0.0.1:{port}/");
+        let config =
+            format!("[net]\nallow = [\"127.0.0.1\"]\nallow_domains = [\"127.0.0.1:{port}\"]\n");
+        let (_dir, client, asked) = serve_person(&config, allow).await;
         let result = client
             .call_tool(
-                CallToolRequestParams::new("webfetch")
-                    .with_arguments(args(json!({"url": "http://127.0.0.1:9/"}))),
+                CallToolRequestParams::new("webfetch").with_arguments(args(json!({"url": url}))),
             )
             .await
             .unwrap();
@@ -426,7 +452,7 @@ async fn an_ask_tool_runs_only_after_the_person_approves() {
         let questions = asked.lock().unwrap().clone();
         assert_eq!(questions.len(), 1, "{questions:?}");
         assert!(
-            questions[0].contains("webfetch of http://127.0.0.1:9/"),
+            questions[0].contains(&format!("webfetch of {url}")),
             "{questions:?}"
         );
         if allow {
@@ -437,6 +463,82 @@ async fn an_ask_tool_runs_only_after_the_person_approves() {
         }
         client.cancel().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn the_person_is_asked_only_about_a_call_that_would_run() {
+    let (_dir, client, asked) = serve_person("", true).await;
+    for (url, refusal) in [
+        ("not a url", "does not parse"),
+        ("file:///etc/passwd", "scheme `file`"),
+        ("http://127.0.0.1:8080/", "not a public address"),
+        (
+            "https://unlisted.example/?k=secret",
+            "allow_domains = [\"unlisted.example\"]",
+        ),
+    ] {
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("webfetch").with_arguments(args(json!({"url": url}))),
+            )
+            .await
+            .unwrap();
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{url}: {text}");
+        assert!(text.contains(refusal), "{url}: {text}");
+        assert!(!text.contains("not run"), "{url}: {text}");
+    }
+    // Arguments that do not parse are refused before asking too.
+    let result = client
+        .call_tool(CallToolRequestParams::new("webfetch").with_arguments(args(json!({"uri": 1}))))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let questions = asked.lock().unwrap().clone();
+    assert!(
+        questions.is_empty(),
+        "asked about calls that cannot run: {questions:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_question_shows_the_whole_command() {
+    let (dir, client, asked) = serve_person("[permissions]\nmode = \"read-only\"\n", false).await;
+    let command = format!("echo harmless{}; touch approved-blind", " ".repeat(240));
+    let script = format!("echo start\n{}\necho end", "x".repeat(150));
+    for command in [command.as_str(), script.as_str()] {
+        let result = call_person(&client, "bash", json!({ "command": command })).await;
+        assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    }
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 2, "{questions:?}");
+    assert!(
+        questions[0].contains("Allow bash of echo harmless⟪240 spaces⟫; touch approved-blind?"),
+        "{questions:?}"
+    );
+    // Several lines, one of them long: shown after the question, folded, nothing cut.
+    let block: Vec<&str> = questions[1].lines().skip(1).collect();
+    assert_eq!(block.len(), 4, "{questions:?}");
+    assert_eq!(block[0], "echo start\\n");
+    assert_eq!(
+        format!("{}{}", block[1].trim_end_matches('↩'), block[2]),
+        format!("{}\\n", "x".repeat(150))
+    );
+    assert_eq!(block[3], "echo end");
+    assert!(!dir.path().join("approved-blind").exists());
+    client.cancel().await.unwrap();
+}
+
+async fn call_person(
+    client: &RunningService<RoleClient, Person>,
+    name: &str,
+    value: Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(value)))
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
