@@ -443,6 +443,7 @@ fn jobs_without_a_session_are_bounded_and_an_idle_one_is_stopped() {
         !crate::procs::running_with(&tag("third")).is_empty(),
         "{again}"
     );
+}
 
 #[test]
 fn a_call_that_cannot_run_is_refused_without_a_question() {
