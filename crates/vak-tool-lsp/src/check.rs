@@ -296,7 +296,7 @@ impl Scan {
 
 impl Lsp {
     /// The servers for a file, by its extension.
-    fn servers_for(&self, path: &Path) -> Vec<&Server> {
+    pub(crate) fn servers_for(&self, path: &Path) -> Vec<&Server> {
         let Some(extension) = path.extension().and_then(|e| e.to_str()) else {
             return Vec::new();
         };
@@ -791,7 +791,7 @@ impl Lsp {
 /// Sends a document's content: `didOpen` the first time, otherwise `didChange` (whole
 /// content) and `didSave`; when not `changed` and the server has this content already,
 /// nothing. Returns the version, the publish counter before sending, and whether it sent.
-async fn send(
+pub(crate) async fn send(
     running: &Running,
     uri: &str,
     language: &str,
@@ -854,7 +854,7 @@ async fn send(
 }
 
 /// A file's text, if it is UTF-8 and not too large.
-async fn read_text(path: &Path, limit: u64) -> Result<String, String> {
+pub(crate) async fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     let meta = tokio::fs::metadata(path)
         .await
         .map_err(|error| format!("cannot read it: {error}"))?;
