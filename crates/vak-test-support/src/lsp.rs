@@ -432,7 +432,7 @@ pub trait Renames {
 }
 
 /// pyright renames a function across its module and an importer: every file written (the
-/// writer's report in the result), the renamed file's diagnostics after it, and `diagnostics` of the importer clean after it; a name that is
+/// writer's report in the result), the diagnostics of both after it, and `diagnostics` of the importer clean after it; a name that is
 /// not the project's writes nothing.
 pub async fn python_rename(tools: &(impl Changes + Navigate + Renames)) {
     tools.write("lib.py", PY_LIB).await;
@@ -448,6 +448,7 @@ pub async fn python_rename(tools: &(impl Changes + Navigate + Renames)) {
         "{text}"
     );
     assert!(text.contains("lib.py: no problems (pyright)"), "{text}");
+    assert!(text.contains("main.py: no problems (pyright)"), "{text}");
     assert!(tools.read("lib.py").contains("def twice(x: int) -> int:"));
     assert!(
         tools

@@ -212,6 +212,8 @@ fn imports(text: &str, stems: &[String]) -> bool {
 struct Scan {
     /// The other documents open in the server.
     open: HashMap<String, Arc<str>>,
+    /// The documents of the change itself, already sent: never a dependent of it.
+    changed: HashSet<String>,
     stems: Vec<String>,
     root: PathBuf,
     extensions: Vec<String>,
@@ -273,7 +275,12 @@ impl Scan {
                     .extension()
                     .and_then(|e| e.to_str())
                     .is_some_and(|e| self.extensions.iter().any(|x| x == e));
-                if !kind.is_file() || !served || self.open.contains_key(&uri::of(&path)) {
+                let file_uri = uri::of(&path);
+                if !kind.is_file()
+                    || !served
+                    || self.open.contains_key(&file_uri)
+                    || self.changed.contains(&file_uri)
+                {
                     continue;
                 }
                 if entry.metadata().map_or(true, |m| m.len() > self.limit) {
@@ -551,6 +558,7 @@ impl Lsp {
                 .collect();
             let scan = Scan {
                 open,
+                changed: ours.clone(),
                 stems: stems(changed_paths),
                 root: root.clone(),
                 extensions: server.settings.extensions.clone(),

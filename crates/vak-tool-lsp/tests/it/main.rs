@@ -1011,3 +1011,22 @@ async fn a_rename_of_a_symbol_absent_from_its_line_shows_the_line() {
     assert!(text.contains("lib.fk:2: other"), "{text}");
     assert_eq!(s.read("lib.fk"), "old\nother\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_of_a_file_and_its_importer_reports_both_for_their_new_versions() {
+    let mut s = setup("normal");
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    s.put("lib.fk", "provides:old\n").await;
+    s.put("main.fk", "from lib import\nneeds:old\n").await;
+    // One change of both files: the importer is sent once, as a changed file (not again as a
+    // dependent of lib.fk, which would leave its report for a version it no longer has).
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(text.contains("main.fk: no problems (fake)"), "{text}");
+    assert!(!text.contains("still checking"), "{text}");
+}
