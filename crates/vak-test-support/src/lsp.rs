@@ -59,6 +59,16 @@ pub const PYRIGHT: Server = Server {
     name: "pyright",
     program: "pyright-langserver",
 };
+/// basedpyright, run as the `pyright` server (the built-in's second choice).
+pub const BASEDPYRIGHT: Server = Server {
+    name: "pyright",
+    program: "basedpyright-langserver",
+};
+/// ruff's language server (`ruff server`).
+pub const RUFF: Server = Server {
+    name: "ruff",
+    program: "ruff",
+};
 /// typescript-language-server.
 pub const TYPESCRIPT: Server = Server {
     name: "typescript",
@@ -489,4 +499,14 @@ pub async fn typescript_rename(tools: &(impl Changes + Navigate + Renames)) {
         tools.read("main.ts"),
         "import { welcome } from \"./lib\";\n\nexport const s: string = welcome(\"a\");\n"
     );
+}
+
+/// ruff (`ruff server`): a lint appears in a change's result, and removing its cause clears it.
+pub async fn ruff(tools: &impl Changes) {
+    let text = tools.write("a.py", "import os\n\nprint(1)\n").await;
+    assert!(text.contains("a.py: "), "{text}");
+    assert!(text.contains("a.py:1:8: "), "{text}");
+    assert!(text.contains("F401"), "{text}");
+    let text = tools.edit("a.py", "import os\n\n", "").await;
+    assert!(text.contains("a.py: no problems (ruff)"), "{text}");
 }

@@ -7,7 +7,9 @@
 //! installs the servers; under `CI` a missing server fails the test instead of skipping it.
 
 use serde_json::json;
-use vak_test_support::lsp::{CLANGD, Changes, Navigate, PYRIGHT, Renames, Server, TYPESCRIPT};
+use vak_test_support::lsp::{
+    BASEDPYRIGHT, CLANGD, Changes, Navigate, PYRIGHT, RUFF, Renames, Server, TYPESCRIPT,
+};
 use vak_tool_core::{PermissionMode, Registry, ToolContext};
 use vak_tool_lsp::{LspSettings, ServerSettings};
 
@@ -247,4 +249,41 @@ async fn typescript_rename_in_read_only() {
 /// server's start and the rename itself wait up to `start_timeout_ms`).
 fn quiet_rename(settings: &mut LspSettings) {
     settings.wait_ms = 2_000;
+}
+
+/// The `pyright` server run as basedpyright, which reports more than pyright (warnings of its
+/// own): a change lists only what it introduced.
+fn basedpyright(settings: &mut LspSettings) {
+    let mut server = ServerSettings::default();
+    server.command = vec!["basedpyright-langserver".into(), "--stdio".into()];
+    server.extensions = vec!["py".into(), "pyi".into()];
+    settings.servers.insert("pyright".into(), server);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basedpyright_dependents_in_workspace_write() {
+    if let Some(tools) = setup_with(BASEDPYRIGHT, PermissionMode::WorkspaceWrite, basedpyright) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basedpyright_dependents_in_read_only() {
+    if let Some(tools) = setup_with(BASEDPYRIGHT, PermissionMode::ReadOnly, basedpyright) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ruff_in_workspace_write() {
+    if let Some(tools) = setup(RUFF, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::ruff(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ruff_in_read_only() {
+    if let Some(tools) = setup(RUFF, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::ruff(&tools).await;
+    }
 }
