@@ -364,6 +364,19 @@ fn npm_from_apt(needed_by: &str) -> Result<(), String> {
 /// typescript-language-server and TypeScript 5 from npm, clangd from Debian (apt-get, as root).
 /// Under CI=true those tests fail without them; rust-analyzer cannot be installed here (rustup
 /// would download it) and is not tested.
+/// Whether the `pyright-langserver` on `PATH` is pyright's own: basedpyright's npm package
+/// ships a program of that name too, and installing it after pyright replaces pyright's link.
+fn pyright_is_pyrights() -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("pyright-langserver"))
+        .find(|program| program.is_file())
+        .and_then(|program| std::fs::canonicalize(program).ok())
+        .is_some_and(|real| real.components().any(|part| part.as_os_str() == "pyright"))
+}
+
 fn ensure_language_servers() -> Result<(), String> {
     let mut packages: Vec<&str> = NPM_LANGUAGE_SERVERS
         .iter()
@@ -375,12 +388,25 @@ fn ensure_language_servers() -> Result<(), String> {
         if !global_tsserver() {
             packages.push("typescript@5");
         }
+        // basedpyright first, then pyright forced over it: each program is its own package's.
+        let basedpyright = !on_path("basedpyright-langserver");
+        if basedpyright {
+            println!("xtask: installing basedpyright@1 with npm (not found)");
+            run(
+                "npm",
+                &["install", "-g", "--no-fund", "--no-audit", "basedpyright@1"],
+                &[],
+            )?;
+        }
+        if (basedpyright || !pyright_is_pyrights()) && !packages.contains(&"pyright@1") {
+            packages.push("pyright@1");
+        }
         if !packages.is_empty() {
             println!(
                 "xtask: installing {} with npm (not found)",
                 packages.join(", ")
             );
-            let mut args = vec!["install", "-g", "--no-fund", "--no-audit"];
+            let mut args = vec!["install", "-g", "--no-fund", "--no-audit", "--force"];
             args.extend(&packages);
             run("npm", &args, &[])?;
         }
@@ -389,6 +415,15 @@ fn ensure_language_servers() -> Result<(), String> {
             "xtask: no npm, so the diagnostics tests with pyright and TypeScript will fail under \
              CI: install Node.js and npm"
         );
+    }
+    if !on_path("ruff") && on_path("python3") {
+        println!("xtask: installing ruff with pip (not found), for its language server's tests");
+        let install = ["-m", "pip", "install", "--quiet", "ruff"];
+        run("python3", &install, &[]).or_else(|_| {
+            let mut forced = install.to_vec();
+            forced.push("--break-system-packages");
+            run("python3", &forced, &[])
+        })?;
     }
     if !on_path("clangd") {
         if is_root() && on_path("apt-get") {

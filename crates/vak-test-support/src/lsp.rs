@@ -59,6 +59,16 @@ pub const PYRIGHT: Server = Server {
     name: "pyright",
     program: "pyright-langserver",
 };
+/// basedpyright, run as the `pyright` server (the built-in's second choice).
+pub const BASEDPYRIGHT: Server = Server {
+    name: "pyright",
+    program: "basedpyright-langserver",
+};
+/// ruff's language server (`ruff server`).
+pub const RUFF: Server = Server {
+    name: "ruff",
+    program: "ruff",
+};
 /// typescript-language-server.
 pub const TYPESCRIPT: Server = Server {
     name: "typescript",
@@ -420,4 +430,83 @@ pub async fn python_dependents(tools: &(impl Changes + Navigate)) {
         text.contains("\"twice\" is unknown import symbol"),
         "{text}"
     );
+}
+
+/// The `rename` tool a scenario calls (its arguments as JSON text: the result's text and
+/// whether it is an error), and a file of the workspace read back.
+pub trait Renames {
+    /// Calls `rename` with `args` (a JSON object's text).
+    fn rename(&self, args: &str) -> impl Future<Output = (bool, String)>;
+    /// The content of `path` in the workspace.
+    fn read(&self, path: &str) -> String;
+}
+
+/// pyright renames a function across its module and an importer: every file written (the
+/// writer's report in the result), the diagnostics of both after it, and `diagnostics` of the importer clean after it; a name that is
+/// not the project's writes nothing.
+pub async fn python_rename(tools: &(impl Changes + Navigate + Renames)) {
+    tools.write("lib.py", PY_LIB).await;
+    tools.write("main.py", PY_MAIN).await;
+    let (error, text) = tools
+        .rename(r#"{"path":"lib.py","line":6,"symbol":"double","new_name":"twice"}"#)
+        .await;
+    assert!(!error, "{text}");
+    assert!(
+        text.starts_with(
+            "Renamed `double` at lib.py:6:5 to `twice` (pyright): 4 edits in 2 files."
+        ),
+        "{text}"
+    );
+    assert!(text.contains("lib.py: no problems (pyright)"), "{text}");
+    assert!(text.contains("main.py: no problems (pyright)"), "{text}");
+    assert!(tools.read("lib.py").contains("def twice(x: int) -> int:"));
+    assert!(
+        tools
+            .read("main.py")
+            .starts_with("from lib import Greeter, twice\n")
+    );
+    let text = tools.diagnostics_of("main.py").await;
+    assert!(text.contains("main.py: no problems (pyright)"), "{text}");
+    // `print` is the standard library's: pyright refuses, nothing is written.
+    tools.write("use.py", "print(1)\n").await;
+    let (error, text) = tools
+        .rename(r#"{"path":"use.py","line":1,"symbol":"print","new_name":"show"}"#)
+        .await;
+    assert!(error, "{text}");
+    assert!(text.contains("nothing was written"), "{text}");
+    assert_eq!(tools.read("use.py"), "print(1)\n");
+}
+
+/// typescript-language-server renames an exported function at its definition, across its
+/// importer. (It publishes a file's diagnostics only when they change, so none are asserted.)
+pub async fn typescript_rename(tools: &(impl Changes + Navigate + Renames)) {
+    let lib = "export function greet(name: string): string {\n  return \"hi \" + name;\n}\n";
+    tools.write("lib.ts", lib).await;
+    let main = "import { greet } from \"./lib\";\n\nexport const s: string = greet(\"a\");\n";
+    tools.write("main.ts", main).await;
+    let (error, text) = tools
+        .rename(r#"{"path":"lib.ts","line":1,"symbol":"greet","new_name":"welcome"}"#)
+        .await;
+    assert!(!error, "{text}");
+    assert!(
+        text.starts_with(
+            "Renamed `greet` at lib.ts:1:17 to `welcome` (typescript): 3 edits in 2 files."
+        ),
+        "{text}"
+    );
+    assert!(tools.read("lib.ts").starts_with("export function welcome("));
+    assert_eq!(
+        tools.read("main.ts"),
+        "import { welcome } from \"./lib\";\n\nexport const s: string = welcome(\"a\");\n"
+    );
+}
+
+/// ruff (`ruff server`): a lint appears in a change's result, and removing its cause clears it.
+pub async fn ruff(tools: &impl Changes) {
+    let text = tools.write("a.py", "import os\n\nprint(1)\n").await;
+    assert!(text.contains("a.py: "), "{text}");
+    assert!(text.contains("a.py:1:8: "), "{text}");
+    assert!(text.contains("F401"), "{text}");
+    let text = tools.edit("a.py", "import os\n\n", "").await;
+    assert!(text.contains("a.py: no problems (ruff)"), "{text}");
 }

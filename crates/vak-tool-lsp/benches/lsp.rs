@@ -3,6 +3,9 @@
 //! edits that add and remove a type error. Compare with `pyright FILE` run cold on the same
 //! file (docs/benchmarks.md has both and the commands).
 //!
+//! With the argument `big` the file has about 5,000 lines and the same changes are also timed
+//! with no language server (the added latency of LSP on over off).
+//!
 //! `cargo bench -p vak-tool-lsp --bench lsp` (needs `pyright-langserver` on PATH) runs the
 //! server as the user (`full-access`); `cargo bench -p vak-tool-lsp --bench lsp --
 //! workspace-write` (or `read-only`) runs it inside bash's sandbox, with the helper
@@ -83,7 +86,10 @@ async fn bench() {
     println!("mode: {mode:?}");
     vak_tool_lsp::register(&mut registry, &settings, mode);
     let ctx = ToolContext::new(dir.path()).unwrap();
-    let body = (0..200)
+    // `big`: about 5,000 lines, and the same changes timed without a language server too.
+    let big = std::env::args().skip(1).any(|arg| arg == "big");
+    let functions = if big { 1_666 } else { 200 };
+    let body = (0..functions)
         .map(|i| format!("def f{i}(x: int) -> int:\n    return x + {i}\n\n"))
         .collect::<String>();
     let good = format!("{body}y: int = f1(2)\n");
@@ -119,10 +125,32 @@ async fn bench() {
     }
     times.sort();
     println!(
-        "warm, {RUNS} changes of a {}-line file: median {:?}, min {:?}, max {:?}",
+        "warm, {RUNS} changes of a {}-line file: median {:?}, p90 {:?}, min {:?}, max {:?}",
         good.lines().count(),
         times[RUNS / 2],
+        times[RUNS * 9 / 10],
         times[0],
         times[RUNS - 1]
     );
+    if big {
+        // The same write and report with no language server: what `edit` costs with LSP off.
+        let mut off = Registry::new();
+        off.register(Touch);
+        let mut base: Vec<Duration> = Vec::new();
+        for run in 0..RUNS {
+            let text = if run % 2 == 0 { &bad } else { &good };
+            std::fs::write(&file, text).unwrap();
+            let started = Instant::now();
+            off.call("touch", touch.clone(), &ctx).await;
+            base.push(started.elapsed());
+        }
+        base.sort();
+        println!(
+            "LSP off, same changes: median {:?}, p90 {:?}; added by pyright: median {:?}, p90 {:?}",
+            base[RUNS / 2],
+            base[RUNS * 9 / 10],
+            times[RUNS / 2].saturating_sub(base[RUNS / 2]),
+            times[RUNS * 9 / 10].saturating_sub(base[RUNS * 9 / 10]),
+        );
+    }
 }

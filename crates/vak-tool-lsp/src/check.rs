@@ -212,6 +212,8 @@ fn imports(text: &str, stems: &[String]) -> bool {
 struct Scan {
     /// The other documents open in the server.
     open: HashMap<String, Arc<str>>,
+    /// The documents of the change itself, already sent: never a dependent of it.
+    changed: HashSet<String>,
     stems: Vec<String>,
     root: PathBuf,
     extensions: Vec<String>,
@@ -273,7 +275,12 @@ impl Scan {
                     .extension()
                     .and_then(|e| e.to_str())
                     .is_some_and(|e| self.extensions.iter().any(|x| x == e));
-                if !kind.is_file() || !served || self.open.contains_key(&uri::of(&path)) {
+                let file_uri = uri::of(&path);
+                if !kind.is_file()
+                    || !served
+                    || self.open.contains_key(&file_uri)
+                    || self.changed.contains(&file_uri)
+                {
                     continue;
                 }
                 if entry.metadata().map_or(true, |m| m.len() > self.limit) {
@@ -296,7 +303,7 @@ impl Scan {
 
 impl Lsp {
     /// The servers for a file, by its extension.
-    fn servers_for(&self, path: &Path) -> Vec<&Server> {
+    pub(crate) fn servers_for(&self, path: &Path) -> Vec<&Server> {
         let Some(extension) = path.extension().and_then(|e| e.to_str()) else {
             return Vec::new();
         };
@@ -551,6 +558,7 @@ impl Lsp {
                 .collect();
             let scan = Scan {
                 open,
+                changed: ours.clone(),
                 stems: stems(changed_paths),
                 root: root.clone(),
                 extensions: server.settings.extensions.clone(),
@@ -791,7 +799,7 @@ impl Lsp {
 /// Sends a document's content: `didOpen` the first time, otherwise `didChange` (whole
 /// content) and `didSave`; when not `changed` and the server has this content already,
 /// nothing. Returns the version, the publish counter before sending, and whether it sent.
-async fn send(
+pub(crate) async fn send(
     running: &Running,
     uri: &str,
     language: &str,
@@ -854,7 +862,7 @@ async fn send(
 }
 
 /// A file's text, if it is UTF-8 and not too large.
-async fn read_text(path: &Path, limit: u64) -> Result<String, String> {
+pub(crate) async fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     let meta = tokio::fs::metadata(path)
         .await
         .map_err(|error| format!("cannot read it: {error}"))?;

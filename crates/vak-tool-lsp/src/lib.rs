@@ -28,10 +28,15 @@
 //! implementation, references, hover, the file's outline, the project's symbols, incoming and
 //! outgoing calls, a position named by `path`, `line` and the `symbol` text on that line.
 //!
+//! The `rename` tool (`rename`) asks the server to rename the symbol at such a position and
+//! writes its edit all or nothing through the context's
+//! [`FileWriter`](vak_tool_core::FileWriter) (the file tools' transaction, installed by the
+//! facade: this crate does not depend on them), with the diff and the diagnostics after it.
+//!
 //! Modules: `framing` (the bounded `Content-Length` framing), `client` (one connection: requests,
 //! the server's requests, published diagnostics), `launch` (the one place a server process is
 //! started), `server` (the session's servers: start, restart, disable, stop), `check` (send and
-//! wait), `render` (the section), `navigate` (`code`), `doctor` (`vak-tools doctor`'s
+//! wait), `render` (the section), `navigate` (`code`), `rename`, `doctor` (`vak-tools doctor`'s
 //! lines), `settings` (`[lsp]`).
 //!
 //! Hostile servers are bounded: a server that never answers `initialize` counts as stopped after
@@ -47,6 +52,7 @@ mod doctor;
 mod framing;
 mod launch;
 mod navigate;
+mod rename;
 mod render;
 mod server;
 mod settings;
@@ -67,11 +73,12 @@ pub use crate::doctor::doctor;
 pub use crate::launch::Confinement;
 use crate::launch::Launcher;
 pub use crate::navigate::{CodeArgs, Op};
+pub use crate::rename::RenameArgs;
 use crate::render::render;
 pub use crate::settings::{LspSettings, ServerSettings};
 pub use vak_sandbox::env::EnvPolicy;
 
-/// Adds `diagnostics` and `code` to a registry and installs the observer that appends diagnostics to the
+/// Adds `diagnostics`, `code` and `rename` to a registry and installs the observer that appends diagnostics to the
 /// results of the file tools, with the servers of `settings` (the built-in ones looked up on
 /// the process's `PATH` now). `mode` decides how servers run: as the user in `full-access`,
 /// otherwise inside `bash`'s sandbox (see the `launch` module), with the helper found as
@@ -101,7 +108,8 @@ pub fn register_confined(
         registry.add_change_observer(Arc::new(Observer(Arc::clone(&lsp))));
     }
     registry.register(Diagnostics(Arc::clone(&lsp)));
-    registry.register(Code(lsp));
+    registry.register(Code(Arc::clone(&lsp)));
+    registry.register(Rename(lsp));
 }
 
 /// The observer of changed files.
@@ -323,5 +331,84 @@ impl Tool for Code {
         answer
             .map(|text| ToolOutput::text(join(since, Some(text)).unwrap_or_default()))
             .map_err(ToolError::new)
+    }
+}
+
+/// The `rename` tool: a symbol renamed across the project by its language server.
+struct Rename(Arc<Lsp>);
+
+impl Tool for Rename {
+    type Args = RenameArgs;
+
+    fn name(&self) -> &str {
+        "rename"
+    }
+
+    fn description(&self) -> String {
+        "Renames a symbol everywhere the project's language server (those of `diagnostics`) \
+         knows it is used: give `path`, the 1-based `line` and the `symbol` text as it appears \
+         on that line (more of the line, `name(`, when it appears there twice), and `new_name`. \
+         Every file is written or none (a file the server names outside the workspace refuses \
+         the whole rename); the result shows each file's diff and the diagnostics after the \
+         change. Safer than `edit` for a name used in many files, since the server tells a \
+         use of this symbol from another with the same text."
+            .to_owned()
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::WriteFs]
+    }
+
+    fn long_running(&self) -> bool {
+        // It waits for the language server's edit, then for its diagnostics.
+        true
+    }
+
+    fn claims(&self, _args: &RenameArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
+        // The server may change any file of the project.
+        vak_tool_core::Claims::none().write_tree(ctx.workspace())
+    }
+
+    fn claims_rule(&self) -> String {
+        "writes the whole workspace (the server's edit may change any file)".to_owned()
+    }
+
+    async fn run(&self, args: RenameArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(writer) = ctx.file_writer().cloned() else {
+            return Err(ToolError::new(
+                "`rename` writes through the file tools, which this build does not have; \
+                 nothing was written. Find the uses with `code` (`references`) and change them \
+                 with your own edits",
+            ));
+        };
+        let planned = tokio::select! {
+            planned = self.0.plan_rename(&args, ctx) => planned,
+            () = ctx.cancel().cancelled() => {
+                return Err(ToolError::new("cancelled before the language server answered; nothing was written"));
+            }
+        }
+        .map_err(ToolError::new)?;
+        if planned.edits.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "{} No file changed: the text was already `{}`.",
+                planned.summary, args.new_name
+            )));
+        }
+        let paths: Vec<PathBuf> = planned.edits.iter().map(|edit| edit.path.clone()).collect();
+        let report = writer
+            .write(planned.edits, ctx)
+            .await
+            .map_err(|why| ToolError::new(format!("The rename was not written: {why}.")))?;
+        let mut text = format!("{}\n{}", planned.summary, report.trim_end());
+        // The diagnostics after the change (with what arrived since the last call).
+        let after = match ctx.files_changed(&paths).await {
+            Some(diagnostics) => Some(diagnostics),
+            None => self.0.since(ctx),
+        };
+        if let Some(after) = after {
+            text.push_str("\n\n");
+            text.push_str(&after);
+        }
+        Ok(ToolOutput::text(text))
     }
 }

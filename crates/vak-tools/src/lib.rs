@@ -226,6 +226,10 @@ fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'sta
         );
         mark(&registry, &mut features, "lsp");
     }
+    // The file tools' transaction, for the tools that write files without being file tools
+    // (`rename` writes a language server's edit through it, every file or none).
+    #[cfg(feature = "fs")]
+    registry.set_file_writer(std::sync::Arc::new(vak_tool_fs::TransactionWriter));
     let _ = config;
     (registry, features)
 }

@@ -908,3 +908,144 @@ async fn without_a_usable_sandbox_no_server_runs_unconfined() {
     assert!(text.contains("/nonexistent/vak-sandbox"), "{text}");
     assert_eq!(s.pid(), None);
 }
+
+/// A [`vak_tool_core::FileWriter`] of the tests: checks that every file still holds its
+/// `before` content, then writes them in turn and lists them (the facade installs vak-tool-fs's
+/// transaction instead).
+struct CheckedWriter;
+
+impl vak_tool_core::FileWriter for CheckedWriter {
+    fn write<'a>(
+        &'a self,
+        edits: Vec<vak_tool_core::FileEdit>,
+        ctx: &'a ToolContext,
+    ) -> vak_tool_core::BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            for edit in &edits {
+                if std::fs::read(&edit.path).map_err(|e| e.to_string())? != edit.before {
+                    return Err(format!("{} changed", ctx.display_path(&edit.path)));
+                }
+            }
+            let mut names = Vec::new();
+            for edit in &edits {
+                std::fs::write(&edit.path, &edit.after).map_err(|e| e.to_string())?;
+                names.push(ctx.display_path(&edit.path));
+            }
+            Ok(format!("wrote {}", names.join(", ")))
+        })
+    }
+}
+
+impl Setup {
+    async fn rename(&self, args: serde_json::Value) -> ToolOutput {
+        self.registry.call("rename", args, &self.ctx).await
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.ctx.workspace().join(path)).unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rename_writes_every_file_the_server_edits_then_their_diagnostics() {
+    let mut s = setup("normal");
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    s.put("lib.fk", "provides:old\nold = old_one\n").await;
+    s.put("main.fk", "needs:old\n").await;
+    // An open document changed on disk since the server saw it: sent again before the rename.
+    std::fs::write(s.ctx.workspace().join("main.fk"), "needs:old\nold ERROR\n").unwrap();
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "Renamed `old` at lib.fk:1:10 to `fresh` (fake): 4 edits in 2 files.\nwrote lib.fk, main.fk"
+        ),
+        "{text}"
+    );
+    assert_eq!(s.read("lib.fk"), "provides:fresh\nfresh = old_one\n");
+    assert_eq!(s.read("main.fk"), "needs:fresh\nfresh ERROR\n");
+    // The diagnostics after the change, of every file it wrote.
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(
+        text.contains("main.fk: 1 error, 0 warnings (fake)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rename_that_reaches_outside_the_workspace_writes_nothing() {
+    let mut s = setup("normal");
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    let outside = s.dir.path().join("outside.fk");
+    std::fs::write(&outside, "old\n").unwrap();
+    let lib = format!("old\nrename-also:{}\n", outside.display());
+    s.put("lib.fk", &lib).await;
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(
+        text.contains("would change files outside the workspace")
+            && text.contains("outside.fk")
+            && text.contains("nothing was written"),
+        "{text}"
+    );
+    assert_eq!(s.read("lib.fk"), lib);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "old\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rename_without_a_file_writer_writes_nothing_and_says_what_to_do() {
+    let s = setup("normal");
+    s.put("lib.fk", "old\n").await;
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(
+        text.contains("nothing was written") && text.contains("`references`"),
+        "{text}"
+    );
+    assert_eq!(s.read("lib.fk"), "old\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rename_of_a_symbol_absent_from_its_line_shows_the_line() {
+    let mut s = setup("normal");
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    s.put("lib.fk", "old\nother\n").await;
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 2, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(text.contains("lib.fk:2: other"), "{text}");
+    assert_eq!(s.read("lib.fk"), "old\nother\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_of_a_file_and_its_importer_reports_both_for_their_new_versions() {
+    let mut s = setup("normal");
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    s.put("lib.fk", "provides:old\n").await;
+    s.put("main.fk", "from lib import\nneeds:old\n").await;
+    // One change of both files: the importer is sent once, as a changed file (not again as a
+    // dependent of lib.fk, which would leave its report for a version it no longer has).
+    let out = s
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "old", "new_name": "fresh"}))
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(text.contains("lib.fk: no problems (fake)"), "{text}");
+    assert!(text.contains("main.fk: no problems (fake)"), "{text}");
+    assert!(!text.contains("still checking"), "{text}");
+}

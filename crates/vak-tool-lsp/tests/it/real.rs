@@ -7,7 +7,9 @@
 //! installs the servers; under `CI` a missing server fails the test instead of skipping it.
 
 use serde_json::json;
-use vak_test_support::lsp::{CLANGD, Changes, Navigate, PYRIGHT, Server, TYPESCRIPT};
+use vak_test_support::lsp::{
+    BASEDPYRIGHT, CLANGD, Changes, Navigate, PYRIGHT, RUFF, Renames, Server, TYPESCRIPT,
+};
 use vak_tool_core::{PermissionMode, Registry, ToolContext};
 use vak_tool_lsp::{LspSettings, ServerSettings};
 
@@ -39,6 +41,18 @@ impl Changes for Tools {
 
     async fn diagnostics(&self) -> String {
         self.call("diagnostics", json!({})).await
+    }
+}
+
+impl Renames for Tools {
+    async fn rename(&self, args: &str) -> (bool, String) {
+        let args: serde_json::Value = serde_json::from_str(args).unwrap();
+        let out = self.registry.call("rename", args, &self.ctx).await;
+        (out.is_error, out.text_content())
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.ctx.workspace().join(path)).unwrap()
     }
 }
 
@@ -85,6 +99,7 @@ fn setup_with(
     registry.register(super::Put);
     registry.register(super::Change);
     vak_tool_lsp::register_confined(&mut registry, &settings, mode, &super::confinement());
+    registry.set_file_writer(std::sync::Arc::new(super::CheckedWriter));
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::new(dir.path()).unwrap();
     Some(Tools {
@@ -197,5 +212,78 @@ async fn python_dependents_in_workspace_write() {
 async fn python_dependents_in_read_only() {
     if let Some(tools) = setup_with(PYRIGHT, PermissionMode::ReadOnly, |_| {}) {
         vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_rename_in_workspace_write() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::python_rename(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_rename_in_read_only() {
+    if let Some(tools) = setup(PYRIGHT, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::python_rename(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_rename_in_workspace_write() {
+    if let Some(tools) = setup_with(TYPESCRIPT, PermissionMode::WorkspaceWrite, quiet_rename) {
+        vak_test_support::lsp::typescript_rename(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_rename_in_read_only() {
+    if let Some(tools) = setup_with(TYPESCRIPT, PermissionMode::ReadOnly, quiet_rename) {
+        vak_test_support::lsp::typescript_rename(&tools).await;
+    }
+}
+
+/// typescript-language-server publishes a file's diagnostics only when they change, so after a
+/// rename that leaves them as they were its results say "still checking" at the end of
+/// `wait_ms`: the scenario asserts no diagnostics, and a short wait keeps it quick (the
+/// server's start and the rename itself wait up to `start_timeout_ms`).
+fn quiet_rename(settings: &mut LspSettings) {
+    settings.wait_ms = 2_000;
+}
+
+/// The `pyright` server run as basedpyright, which reports more than pyright (warnings of its
+/// own): a change lists only what it introduced.
+fn basedpyright(settings: &mut LspSettings) {
+    let mut server = ServerSettings::default();
+    server.command = vec!["basedpyright-langserver".into(), "--stdio".into()];
+    server.extensions = vec!["py".into(), "pyi".into()];
+    settings.servers.insert("pyright".into(), server);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basedpyright_dependents_in_workspace_write() {
+    if let Some(tools) = setup_with(BASEDPYRIGHT, PermissionMode::WorkspaceWrite, basedpyright) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basedpyright_dependents_in_read_only() {
+    if let Some(tools) = setup_with(BASEDPYRIGHT, PermissionMode::ReadOnly, basedpyright) {
+        vak_test_support::lsp::python_dependents(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ruff_in_workspace_write() {
+    if let Some(tools) = setup(RUFF, PermissionMode::WorkspaceWrite) {
+        vak_test_support::lsp::ruff(&tools).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ruff_in_read_only() {
+    if let Some(tools) = setup(RUFF, PermissionMode::ReadOnly) {
+        vak_test_support::lsp::ruff(&tools).await;
     }
 }

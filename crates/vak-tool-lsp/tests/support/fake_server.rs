@@ -16,6 +16,11 @@
 //! writing `probe.txt` in its folder and in `$XDG_CACHE_HOME`, reading the environment of the
 //! process `--peek PID` (the tool's, holding its secrets), connecting to `127.0.0.1:--port N`,
 //! and what it sees of its own `PROBE_*` variables).
+//!
+//! In every mode it answers `textDocument/rename` with a `WorkspaceEdit` (`changes`) that
+//! replaces the word at the position wherever it stands in an open document, plus an insertion
+//! at the start of PATH for each open document's line `rename-also:PATH` (a file the test puts
+//! outside the workspace).
 #![allow(clippy::print_stdout, reason = "stdout is the protocol")]
 
 use std::collections::BTreeMap;
@@ -73,6 +78,58 @@ fn diagnostics(text: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<Value>
         }
     }
     out
+}
+
+/// Whether `c` belongs to a word.
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The `WorkspaceEdit` renaming the word at the position (ASCII text: columns are bytes).
+fn rename(params: &Value, docs: &BTreeMap<String, (i64, String)>) -> Value {
+    let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
+    let line = params["position"]["line"].as_u64().unwrap_or(0) as usize;
+    let at = params["position"]["character"].as_u64().unwrap_or(0) as usize;
+    let new_name = params["newName"].as_str().unwrap_or("");
+    let text = docs.get(uri).map(|(_, text)| text.as_str()).unwrap_or("");
+    let line_text = text.lines().nth(line).unwrap_or("");
+    let start = line_text[..at.min(line_text.len())]
+        .rfind(|c: char| !word_char(c))
+        .map_or(0, |i| i + 1);
+    let end = line_text[start..]
+        .find(|c: char| !word_char(c))
+        .map_or(line_text.len(), |i| start + i);
+    let word = &line_text[start..end];
+    let mut changes = serde_json::Map::new();
+    if word.is_empty() {
+        return Value::Null;
+    }
+    for (doc, (_, text)) in docs {
+        let mut edits = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            for (i, _) in line.match_indices(word) {
+                let before = line[..i].chars().next_back();
+                let after = line[i + word.len()..].chars().next();
+                if before.is_some_and(word_char) || after.is_some_and(word_char) {
+                    continue;
+                }
+                edits.push(json!({
+                    "range": {"start": {"line": n, "character": i}, "end": {"line": n, "character": i + word.len()}},
+                    "newText": new_name
+                }));
+            }
+            if let Some(path) = line.strip_prefix("rename-also:") {
+                changes.insert(
+                    format!("file://{}", path.trim()),
+                    json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "newText": "x"}]),
+                );
+            }
+        }
+        if !edits.is_empty() {
+            changes.insert(doc.clone(), Value::Array(edits));
+        }
+    }
+    json!({ "changes": changes })
 }
 
 /// The value after `flag` on the command line.
@@ -161,6 +218,13 @@ fn main() {
                 );
             }
             "exit" if mode != "hang-shutdown" => std::process::exit(0),
+            "textDocument/rename" => {
+                let result = rename(&message["params"], &docs);
+                write_message(
+                    &mut out,
+                    &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                );
+            }
             "textDocument/didOpen" | "textDocument/didChange" => {
                 let doc = &message["params"]["textDocument"];
                 let uri = doc["uri"].as_str().unwrap_or("").to_owned();
