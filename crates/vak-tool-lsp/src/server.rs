@@ -171,17 +171,8 @@ impl Running {
                 if let Some(status) = status {
                     causes.push(ended(status));
                 }
-                // The process has ended, but the task that keeps its standard error may not
-                // have read the last of it yet (a busy machine): a moment for it to catch up.
-                let mut lines = process.last_error_lines(3);
-                for _ in 0..25 {
-                    if lines.is_some() || status.is_none() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    lines = process.last_error_lines(3);
-                }
-                if let Some(lines) = lines {
+                // (`exit_status` has waited for the reader of its standard error to finish.)
+                if let Some(lines) = process.last_error_lines(3) {
                     causes.push(format!("its last error output: {lines}"));
                 }
                 if causes.is_empty() {
