@@ -16,6 +16,7 @@ mod patch_crash;
 mod pdf;
 mod read;
 mod real_tools;
+mod structured;
 mod support;
 mod tree;
 mod write;
