@@ -150,6 +150,15 @@ impl ToolSpec {
         crate::to_dialect(&self.input_schema, dialect)
     }
 
+    /// The output schema in a model API's dialect, as [`ToolSpec::input_schema_for`] gives the
+    /// input schema: derived by [`to_dialect`](crate::to_dialect), so a runtime that hands a
+    /// tool's result schema to a model API (structured outputs) sends one it accepts.
+    pub fn output_schema_for(&self, dialect: crate::Dialect) -> Option<serde_json::Value> {
+        self.output_schema
+            .as_ref()
+            .map(|schema| crate::to_dialect(schema, dialect))
+    }
+
     /// The description in a model API's dialect: [`Dialect::OpenAi`](crate::Dialect::OpenAi)
     /// takes at most [`OPENAI_DESCRIPTION_CHARS`](crate::OPENAI_DESCRIPTION_CHARS) characters,
     /// so a longer one is fitted to that by [`fit_description`](crate::fit_description) (whole

@@ -19,6 +19,7 @@ mod load;
 mod mcp;
 mod procs;
 mod sandbox;
+mod sdk_client;
 mod sdk_defaults;
 mod signals;
 mod tasks;
