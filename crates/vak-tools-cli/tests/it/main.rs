@@ -13,6 +13,7 @@ mod http_2026;
 mod http_hostile;
 mod http_load;
 mod http_sessions;
+mod inspector;
 mod jobs;
 #[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
 mod load;
