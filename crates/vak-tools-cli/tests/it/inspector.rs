@@ -1,5 +1,6 @@
 //! The official MCP Inspector CLI (npm `@modelcontextprotocol/inspector`, `--cli` mode), the 2.x
-//! line and the 0.x line, with their defaults, against `vak-tools mcp` over stdio: `bash`
+//! line and the 0.x line, with their defaults, against `vak-tools mcp` over stdio and over
+//! Streamable HTTP: `bash`
 //! shows its output, `exit 3` is an error result (the 2.x CLI then exits non-zero), and `glob`'s
 //! result carries its `structuredContent`. `cargo xtask ci` installs both (with the Node.js 22
 //! they need) into target/inspector/VERSION; elsewhere the test is skipped when they are absent.
@@ -21,9 +22,15 @@ fn prefix(version: &str) -> PathBuf {
         .join(version)
 }
 
-/// Runs the Inspector CLI of `version` with `args` after the server's command line; returns
-/// whether it succeeded and what it printed on stdout, parsed as JSON when it is.
-fn inspect(version: &str, workspace: &Path, args: &[&str]) -> (bool, Value, String) {
+/// Runs the Inspector CLI of `version` with `args` after the server's command line (stdio), or
+/// its URL when `url` is given; returns whether it succeeded and what it printed on stdout,
+/// parsed as JSON when it is.
+fn inspect(
+    version: &str,
+    workspace: &Path,
+    url: Option<&str>,
+    args: &[&str],
+) -> (bool, Value, String) {
     let dir = prefix(version);
     let bin = dir.join("node_modules/.bin");
     let path = format!(
@@ -31,12 +38,13 @@ fn inspect(version: &str, workspace: &Path, args: &[&str]) -> (bool, Value, Stri
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(bin.join("node"))
-        .arg(bin.join("mcp-inspector"))
-        .arg("--cli")
-        .arg(BIN)
-        .args(["mcp", "--workspace"])
-        .arg(workspace)
+    let mut command = Command::new(bin.join("node"));
+    command.arg(bin.join("mcp-inspector")).arg("--cli");
+    match url {
+        Some(url) => command.arg(url),
+        None => command.arg(BIN).args(["mcp", "--workspace"]).arg(workspace),
+    };
+    let output = command
         .args(args)
         .env("PATH", path)
         .env("MCP_CATALOG_PATH", workspace.join("inspector-catalog.json"))
@@ -58,6 +66,42 @@ fn inspect(version: &str, workspace: &Path, args: &[&str]) -> (bool, Value, Stri
     )
 }
 
+/// The text of a result's first block.
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// The checks against one server: over stdio when `url` is `None`.
+fn check(version: &str, workspace: &Path, url: Option<&str>) {
+    let shown = format!("{version} over {}", url.unwrap_or("stdio"));
+    let call = |tool: &str, arg: &str| {
+        let args = [
+            "--method",
+            "tools/call",
+            "--tool-name",
+            tool,
+            "--tool-arg",
+            arg,
+        ];
+        inspect(version, workspace, url, &args)
+    };
+    let (ok, result, all) = call("bash", "command=echo out");
+    assert!(ok, "{shown}: {all}");
+    assert_eq!(result["isError"], false, "{shown}: {all}");
+    assert!(text(&result).contains("out"), "{shown}: {all}");
+    let (_, result, all) = call("bash", "command=echo failing; exit 3");
+    assert_eq!(result["isError"], true, "{shown}: {all}");
+    assert!(text(&result).contains("failing"), "{shown}: {all}");
+    std::fs::write(workspace.join("notes.txt"), "a note\n").unwrap();
+    let (ok, result, all) = call("glob", "pattern=*.txt");
+    assert!(ok, "{shown}: {all}");
+    assert_eq!(
+        result["structuredContent"]["paths"],
+        serde_json::json!(["notes.txt"]),
+        "{shown}: {all}"
+    );
+}
+
 #[test]
 fn the_inspector_clis_show_bash_output_its_error_result_and_structured_content() {
     for version in VERSIONS {
@@ -74,46 +118,10 @@ fn the_inspector_clis_show_bash_output_its_error_result_and_structured_content()
             continue;
         }
         let dir = tempfile::tempdir().unwrap();
-        let call = |tool: &str, arg: &str| {
-            inspect(
-                version,
-                dir.path(),
-                &[
-                    "--method",
-                    "tools/call",
-                    "--tool-name",
-                    tool,
-                    "--tool-arg",
-                    arg,
-                ],
-            )
-        };
-        let (ok, result, all) = call("bash", "command=echo out");
-        assert!(ok, "{version}: {all}");
-        assert_eq!(result["isError"], false, "{version}: {all}");
-        assert!(
-            result["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("out"),
-            "{version}: {all}"
-        );
-        let (_, result, all) = call("bash", "command=echo failing; exit 3");
-        assert_eq!(result["isError"], true, "{version}: {all}");
-        assert!(
-            result["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("failing"),
-            "{version}: {all}"
-        );
-        std::fs::write(dir.path().join("notes.txt"), "a note\n").unwrap();
-        let (ok, result, all) = call("glob", "pattern=*.txt");
-        assert!(ok, "{version}: {all}");
-        assert_eq!(
-            result["structuredContent"]["paths"],
-            serde_json::json!(["notes.txt"]),
-            "{version}: {all}"
-        );
+        check(version, dir.path(), None);
+        let server = crate::http::serve(dir.path(), &["--no-auth"], None);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        check(version, dir.path(), Some(&url));
+        drop(server);
     }
 }
