@@ -21,7 +21,7 @@ const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 /// The suite's version as its package.json says it.
 const SUITE_VERSION: &str = "0.2.0-alpha.12";
 /// Node.js for the suite, from npm.
-const NODE: &str = "node@22.23.3";
+pub(crate) const NODE: &str = "node@22.23.3";
 /// The Node.js version `node --version` prints.
 const NODE_VERSION: &str = "v22.23.3";
 

@@ -335,6 +335,51 @@ const NPM_LANGUAGE_SERVERS: &[(&str, &str)] = &[
     ("typescript-language-server", "typescript-language-server@5"),
 ];
 
+/// The MCP Inspector versions the CLI's tests drive (`tests/it/inspector.rs`), the 2.x and
+/// the 0.x line, each installed with the Node.js 22 it needs into target/inspector/VERSION.
+const INSPECTORS: &[&str] = &["2.12.0", "0.22.0"];
+
+/// Installs each of [`INSPECTORS`] (and Node.js 22) into target/inspector/VERSION with npm
+/// unless it is there.
+fn ensure_inspectors() -> Result<(), String> {
+    npm_from_apt("the MCP Inspector")?;
+    if !on_path("npm") {
+        println!("xtask: no npm, so the MCP Inspector test will fail under CI: install npm");
+        return Ok(());
+    }
+    for version in INSPECTORS {
+        let dir = project_root().join("target/inspector").join(version);
+        if dir.join("node_modules/.bin/mcp-inspector").exists()
+            && dir.join("node_modules/.bin/node").exists()
+        {
+            continue;
+        }
+        println!(
+            "xtask: installing the MCP Inspector {version} into {}",
+            dir.display()
+        );
+        std::fs::create_dir_all(&dir)
+            .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
+        let prefix = dir.to_string_lossy().into_owned();
+        let package = format!("@modelcontextprotocol/inspector@{version}");
+        run(
+            "npm",
+            &[
+                "install",
+                "--prefix",
+                &prefix,
+                "--no-fund",
+                "--no-audit",
+                "--no-save",
+                conformance::NODE,
+                &package,
+            ],
+            &[],
+        )?;
+    }
+    Ok(())
+}
+
 /// Whether npm's global folder holds TypeScript's `tsserver.js`.
 fn global_tsserver() -> bool {
     Command::new("npm")
@@ -449,6 +494,7 @@ fn ci() -> Result<(), String> {
     ensure_browser()?;
     ensure_python_mcp()?;
     ensure_language_servers()?;
+    ensure_inspectors()?;
     ensure_file_tools()?;
     ensure_haproxy()?;
     ensure_kubernetes_validate()?;

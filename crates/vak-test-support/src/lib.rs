@@ -8,7 +8,8 @@
 //!   it is skipped with a line that says how to install it; [`python`] finds the MCP SDK;
 //! - [`lsp`]: the scenarios run against real language servers, whatever file tools carry them;
 //! - [`sandbox`]: the `vak-sandbox` helper binary, built when missing;
-//! - `net` (feature `net`): a scripted resolver for the guard and loopback origin servers.
+//! - `net` (feature `net`): a scripted resolver for the guard and loopback origin servers;
+//! - `schema` (feature `schema`): a structured result checked against its output schema.
 //!
 //! A dev-dependency only, never published (`cargo xtask tidy` checks both).
 #![forbid(unsafe_code)]
@@ -26,4 +27,6 @@ pub mod pdf;
 pub mod procs;
 pub mod python;
 pub mod sandbox;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod skip;

@@ -31,7 +31,7 @@ use vak_tool_core::{
     CancellationToken, Capability, Tool, ToolContext, ToolError, ToolOutput, human,
 };
 
-use self::job::{Job, JobSink, shorten};
+use self::job::{Job, JobData, JobSink, shorten};
 use self::table::JobTable;
 use crate::run::Streams;
 use crate::settings::BashSettings;
@@ -143,6 +143,45 @@ fn output(text: String, is_error: bool) -> ToolOutput {
     }
 }
 
+/// The data of a successful `jobs` call (MCP's `structuredContent`), beside the same text:
+/// for `list` every job of the session, for `read`, `write` and `stop` the job named, as it is
+/// after the call.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct JobsData {
+    /// The jobs, oldest first.
+    jobs: Vec<JobData>,
+    /// How many jobs of the session run now.
+    running: usize,
+    /// How many may run at once.
+    max_running: usize,
+}
+
+impl JobsData {
+    fn value(jobs: &[Arc<Job>], table: &JobTable, settings: &BashSettings) -> serde_json::Value {
+        let data = JobsData {
+            jobs: jobs.iter().map(|job| job.data()).collect(),
+            running: table.list().iter().filter(|job| !job.ended()).count(),
+            max_running: settings.jobs_max,
+        };
+        serde_json::to_value(data).unwrap_or_default()
+    }
+}
+
+/// `output` for job `job`, with its data beside a successful result.
+fn job_output(
+    text: String,
+    is_error: bool,
+    job: &Arc<Job>,
+    table: &JobTable,
+    settings: &BashSettings,
+) -> ToolOutput {
+    let result = output(text, is_error);
+    if is_error {
+        return result;
+    }
+    result.with_structured(JobsData::value(std::slice::from_ref(job), table, settings))
+}
+
 /// What to do with the session's jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -233,6 +272,10 @@ impl Tool for Jobs {
         vec![Capability::Execute]
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<JobsData>())
+    }
+
     fn claims(&self, args: &JobsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         let _ = (args, ctx);
         vak_tool_core::Claims::none()
@@ -283,7 +326,7 @@ impl Tool for Jobs {
                     .await;
                 }
                 let report = job.report();
-                output(report.text, report.is_error)
+                job_output(report.text, report.is_error, &job, &table, &self.settings)
             }
             Action::Write => {
                 let input = args.input.unwrap_or_default();
@@ -310,7 +353,13 @@ impl Tool for Jobs {
                 )
                 .await;
                 let report = job.report();
-                output(format!("{said}{}", report.text), report.is_error)
+                job_output(
+                    format!("{said}{}", report.text),
+                    report.is_error,
+                    &job,
+                    &table,
+                    &self.settings,
+                )
             }
             Action::Stop | Action::List => {
                 let already = job.ended();
@@ -327,7 +376,13 @@ impl Tool for Jobs {
                 } else {
                     ""
                 };
-                output(format!("{note}{}", report.text), report.is_error && already)
+                job_output(
+                    format!("{note}{}", report.text),
+                    report.is_error && already,
+                    &job,
+                    &table,
+                    &self.settings,
+                )
             }
         })
     }
@@ -336,11 +391,13 @@ impl Tool for Jobs {
 /// The session's jobs, one line each.
 fn list(table: &JobTable, settings: &BashSettings) -> ToolOutput {
     let jobs = table.list();
+    let data = JobsData::value(&jobs, table, settings);
     if jobs.is_empty() {
         return ToolOutput::text(
             "no background jobs in this session; start one with bash {\"command\": …, \
              \"run_in_background\": true}",
-        );
+        )
+        .with_structured(data);
     }
     let running = jobs.iter().filter(|job| !job.ended()).count();
     let mut text = format!(
@@ -364,7 +421,7 @@ fn list(table: &JobTable, settings: &BashSettings) -> ToolOutput {
             shorten(&job.command, 80)
         ));
     }
-    ToolOutput::text(text)
+    ToolOutput::text(text).with_structured(data)
 }
 
 #[cfg(test)]

@@ -49,7 +49,31 @@ pub fn output_schema_of<Data: JsonSchema>() -> serde_json::Value {
     if let Some(root) = schema.as_object_mut() {
         root.remove("description");
     }
+    drop_integer_formats(&mut schema);
     schema
+}
+
+/// Removes the `format`s schemars gives Rust's integer types (`uint`, `uint32`, `int64`, …):
+/// no JSON Schema vocabulary defines them, and validating clients (ajv in the MCP Inspector)
+/// warn about each; `type: integer` and `minimum: 0` already say what they mean.
+fn drop_integer_formats(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            let rust_int = map
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|format| {
+                    let digits = format.trim_start_matches("uint").trim_start_matches("int");
+                    digits != format && digits.chars().all(|c| c.is_ascii_digit())
+                });
+            if rust_int {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_integer_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_integer_formats),
+        _ => {}
+    }
 }
 
 /// The posture of a tool under a permission mode.
@@ -150,6 +174,15 @@ impl ToolSpec {
         crate::to_dialect(&self.input_schema, dialect)
     }
 
+    /// The output schema in a model API's dialect, as [`ToolSpec::input_schema_for`] gives the
+    /// input schema: derived by [`to_dialect`](crate::to_dialect), so a runtime that hands a
+    /// tool's result schema to a model API (structured outputs) sends one it accepts.
+    pub fn output_schema_for(&self, dialect: crate::Dialect) -> Option<serde_json::Value> {
+        self.output_schema
+            .as_ref()
+            .map(|schema| crate::to_dialect(schema, dialect))
+    }
+
     /// The description in a model API's dialect: [`Dialect::OpenAi`](crate::Dialect::OpenAi)
     /// takes at most [`OPENAI_DESCRIPTION_CHARS`](crate::OPENAI_DESCRIPTION_CHARS) characters,
     /// so a longer one is fitted to that by [`fit_description`](crate::fit_description) (whole
@@ -205,6 +238,29 @@ mod tests {
     #[derive(JsonSchema)]
     #[allow(dead_code, reason = "only the schema is used")]
     struct NoArgs {}
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Counts {
+        files: usize,
+        line: u32,
+        items: Vec<Item>,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Item {
+        bytes: u64,
+    }
+
+    #[test]
+    fn output_schemas_carry_no_rust_integer_formats() {
+        let schema = output_schema_of::<Counts>();
+        let text = schema.to_string();
+        assert!(!text.contains("\"format\""), "{schema}");
+        assert_eq!(schema["properties"]["files"]["type"], "integer", "{schema}");
+        assert_eq!(schema["properties"]["files"]["minimum"], 0, "{schema}");
+    }
 
     fn spec(capabilities: &[Capability]) -> ToolSpec {
         ToolSpec::new::<NoArgs>("t", "d").with_capabilities(capabilities.iter().copied())

@@ -108,6 +108,10 @@ impl Tool for Grep {
         vec![Capability::ReadFs]
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<report::GrepData>())
+    }
+
     fn claims(&self, args: &GrepArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         crate::claims::read_tree(ctx, args.path.as_deref())
     }
@@ -157,12 +161,11 @@ async fn run(
         Ok(report) => report,
         Err(interrupted) => return Ok(ToolOutput::error(interrupted.to_string())),
     };
-    Ok(ToolOutput::text(report.render(
-        &args.pattern,
-        &shown_target,
-        is_file,
-        max_matches,
-    )))
+    let data = serde_json::to_value(report.data()).unwrap_or_default();
+    Ok(
+        ToolOutput::text(report.render(&args.pattern, &shown_target, is_file, max_matches))
+            .with_structured(data),
+    )
 }
 
 /// Searches the one file `path` names.

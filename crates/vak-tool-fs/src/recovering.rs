@@ -195,6 +195,14 @@ impl<T: Tool> Tool for Recovering<T> {
         self.0.floor()
     }
 
+    fn long_running(&self) -> bool {
+        self.0.long_running()
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        self.0.output_schema()
+    }
+
     fn claims(&self, args: &T::Args, ctx: &ToolContext) -> Claims {
         self.0.claims(args, ctx)
     }

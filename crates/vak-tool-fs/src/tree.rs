@@ -122,6 +122,10 @@ impl Tool for TreeTool {
         "reads everything below `path` (default: the working folder)".to_owned()
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<TreeData>())
+    }
+
     fn floor(&self) -> bool {
         true
     }
@@ -176,9 +180,57 @@ async fn run(args: TreeArgs, ctx: &ToolContext) -> Result<ToolOutput, TreeError>
     })
     .await;
     Ok(match result {
-        Ok(text) => ToolOutput::text(text),
+        Ok((text, data)) => {
+            ToolOutput::text(text).with_structured(serde_json::to_value(data).unwrap_or_default())
+        }
         Err(interrupted) => ToolOutput::error(interrupted.to_string()),
     })
+}
+
+/// The data of a successful `tree` call (MCP's `structuredContent`), beside the same text: the
+/// entries the text lists, flat, in its order (a folder before what it holds), each with its
+/// path below the folder shown.
+#[derive(Debug, Default, serde::Serialize, JsonSchema)]
+struct TreeData {
+    /// The folder shown, as the text's first line names it.
+    path: String,
+    /// Files anywhere below it that were walked.
+    files: u64,
+    /// Their total size in bytes.
+    bytes: u64,
+    /// The entries listed, in the text's order; those summed up on a `… N more` line are left
+    /// out (`complete` is then false).
+    entries: Vec<TreeEntry>,
+    /// False when the text left entries out: folders not opened (`…`) or entries summed up.
+    complete: bool,
+}
+
+/// One listed entry of a `tree` result.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct TreeEntry {
+    /// The path below the folder shown, `/`-separated; a folder's ends with `/`.
+    path: String,
+    /// `folder`, `file` or `not_walked` (a folder left out by a rule, see `reason`).
+    kind: EntryKind,
+    /// For a folder: the files anywhere below it; for a file: 1.
+    files: u64,
+    /// The size in bytes of a file, or of everything below a folder.
+    bytes: u64,
+    /// Why a `not_walked` folder was left out, in a few words; null for the others.
+    reason: Option<String>,
+}
+
+/// What a `tree` entry is.
+#[derive(Debug, Clone, Copy, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum EntryKind {
+    // Plain comments: doc comments would make the schema a `oneOf` instead of an `enum`.
+    // A folder that was walked.
+    Folder,
+    // A file.
+    File,
+    // A folder a rule left out.
+    NotWalked,
 }
 
 /// `1 file`, `12,345 files`.
@@ -339,12 +391,21 @@ impl Layout {
         shown(folders, FOLDERS_SHOWN) + shown(node.files.len(), FILES_SHOWN)
     }
 
-    fn render(&self, root_label: &str, accounting: &str) -> String {
+    /// The text and, beside it, the same entries as data.
+    fn render(&self, root_label: &str, accounting: &str) -> (String, TreeData) {
         let opened = self.opened();
         let root = &self.nodes[0];
         let mut text = format!("{root_label}/ ({})\n", totals(root));
         let mut closed = false;
-        self.render_entries(0, 1, &opened, &mut text, &mut closed);
+        let mut data = TreeData {
+            path: root_label.to_owned(),
+            files: root.total_files,
+            bytes: root.total_bytes,
+            entries: Vec::new(),
+            complete: true,
+        };
+        self.render_entries(0, 1, &opened, &mut text, &mut closed, &mut data);
+        data.complete &= !closed;
         if closed {
             text.push_str(&format!(
                 "[folders marked `…` were not opened to keep this under about {LINES_SHOWN} \
@@ -352,7 +413,20 @@ impl Layout {
             ));
         }
         text.push_str(&format!("[{accounting}]"));
-        text
+        (text, data)
+    }
+
+    /// The path of folder `id` below the root, `/`-separated and ending with `/` (empty for
+    /// the root).
+    fn folder_path(&self, id: usize) -> String {
+        let mut names = Vec::new();
+        let mut at = id;
+        while at != 0 {
+            names.push(self.nodes[at].name.as_str());
+            at = self.nodes[at].parent;
+        }
+        names.reverse();
+        names.iter().map(|name| format!("{name}/")).collect()
     }
 
     fn render_entries(
@@ -362,8 +436,10 @@ impl Layout {
         opened: &[bool],
         text: &mut String,
         closed: &mut bool,
+        data: &mut TreeData,
     ) {
         let node = &self.nodes[id];
+        let prefix = self.folder_path(id);
         let pad = "  ".repeat(indent);
         // Folders walked and not walked, together by name.
         let mut folders: Vec<(&str, Option<usize>, Option<Rule>)> = node
@@ -391,17 +467,32 @@ impl Layout {
                         ""
                     };
                     text.push_str(&format!("{pad}{name}/ ({}){mark}\n", totals(child_node)));
+                    data.entries.push(TreeEntry {
+                        path: format!("{prefix}{name}/"),
+                        kind: EntryKind::Folder,
+                        files: child_node.total_files,
+                        bytes: child_node.total_bytes,
+                        reason: None,
+                    });
                     if opened[*child] {
-                        self.render_entries(*child, indent + 1, opened, text, closed);
+                        self.render_entries(*child, indent + 1, opened, text, closed, data);
                     }
                 }
                 (None, Some(rule)) => {
                     text.push_str(&format!("{pad}{name}/ (not walked: {})\n", why(*rule)));
+                    data.entries.push(TreeEntry {
+                        path: format!("{prefix}{name}/"),
+                        kind: EntryKind::NotWalked,
+                        files: 0,
+                        bytes: 0,
+                        reason: Some(why(*rule).to_owned()),
+                    });
                 }
                 (None, None) => {}
             }
         }
         if folders.len() > FOLDERS_SHOWN {
+            data.complete = false;
             let rest = &folders[FOLDERS_SHOWN..];
             let (mut files, mut bytes) = (0, 0);
             for (_, child, _) in rest {
@@ -420,8 +511,16 @@ impl Layout {
         }
         for (name, size) in node.files.iter().take(FILES_SHOWN) {
             text.push_str(&format!("{pad}{name} ({})\n", human::size(*size)));
+            data.entries.push(TreeEntry {
+                path: format!("{prefix}{name}"),
+                kind: EntryKind::File,
+                files: 1,
+                bytes: *size,
+                reason: None,
+            });
         }
         if node.files.len() > FILES_SHOWN {
+            data.complete = false;
             let rest = &node.files[FILES_SHOWN..];
             text.push_str(&format!(
                 "{pad}… {} more {} ({})\n",

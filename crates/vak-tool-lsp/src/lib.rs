@@ -74,7 +74,7 @@ pub use crate::launch::Confinement;
 use crate::launch::Launcher;
 pub use crate::navigate::{CodeArgs, Op};
 pub use crate::rename::RenameArgs;
-use crate::render::render;
+use crate::render::{DiagnosticsData, render};
 pub use crate::settings::{LspSettings, ServerSettings};
 pub use vak_sandbox::env::EnvPolicy;
 
@@ -188,6 +188,10 @@ impl Tool for Diagnostics {
         true
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<DiagnosticsData>())
+    }
+
     fn claims(&self, args: &DiagnosticsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         // Ordered after a change of the file it asks about (its diagnostics then see the
         // change); without a path, after every file change.
@@ -216,7 +220,7 @@ impl Tool for Diagnostics {
     async fn run(&self, args: DiagnosticsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let lsp = &self.0;
         if lsp.servers.is_empty() {
-            return Ok(ToolOutput::text(
+            return Ok(with_note(
                 "No language server is configured or found on PATH, so there are no \
                  diagnostics. Build or run the project's checker with `bash` instead.",
             ));
@@ -241,7 +245,7 @@ impl Tool for Diagnostics {
                         .iter()
                         .map(|s| format!("{} ({})", s.name, s.settings.extensions.join(", ")))
                         .collect();
-                    return Ok(ToolOutput::text(format!(
+                    return Ok(with_note(&format!(
                         "No language server checks `{given}`: the servers here are {}.",
                         names.join("; ")
                     )));
@@ -265,15 +269,27 @@ impl Tool for Diagnostics {
             }
             None => lsp.open_files(ctx).await,
         };
-        let text = render(&report, ctx, lsp.settings.max_per_file).unwrap_or_else(|| {
+        let max = lsp.settings.max_per_file;
+        let text = render(&report, ctx, max).unwrap_or_else(|| {
             "No file is open in a language server yet: give `path`, or change a file with \
              `edit` or `write`."
                 .into()
         });
-        Ok(ToolOutput::text(
-            join(since, Some(text)).unwrap_or_default(),
-        ))
+        let data = render::data(&report, ctx, max, since.iter().cloned());
+        Ok(
+            ToolOutput::text(join(since, Some(text)).unwrap_or_default())
+                .with_structured(serde_json::to_value(data).unwrap_or_default()),
+        )
     }
+}
+
+/// A `diagnostics` result that only says `note`, with the same sentence as its data.
+fn with_note(note: &str) -> ToolOutput {
+    let data = DiagnosticsData {
+        files: Vec::new(),
+        notes: vec![note.to_owned()],
+    };
+    ToolOutput::text(note).with_structured(serde_json::to_value(data).unwrap_or_default())
 }
 
 /// The `code` tool: navigation by the language servers.

@@ -217,6 +217,148 @@ pub(crate) fn render(report: &Report, ctx: &ToolContext, max_per_file: usize) ->
     Some(lines.join("\n"))
 }
 
+/// The data of a successful `diagnostics` call (MCP's `structuredContent`), beside the same
+/// text: per file what the text lists of it, and the notes about the servers.
+#[derive(Debug, Default, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct DiagnosticsData {
+    /// The files reported on, in the text's order.
+    pub(crate) files: Vec<FileData>,
+    /// What happened to the servers, or why there is nothing to report, one sentence each.
+    pub(crate) notes: Vec<String>,
+}
+
+/// One file's diagnostics from one server.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct FileData {
+    /// The file, as the text shows it (workspace-relative inside it).
+    pub(crate) path: String,
+    /// The language server that checked it.
+    pub(crate) server: String,
+    /// `checked`, or `still_checking` (no fresh result before the deadline: ask again later).
+    pub(crate) state: FileState,
+    /// Why it is still being checked, in a few words; null once checked.
+    pub(crate) why: Option<String>,
+    /// Errors in it (all of them, listed or not).
+    pub(crate) errors: usize,
+    /// Warnings in it (all of them, listed or not).
+    pub(crate) warnings: usize,
+    /// The diagnostics the text lists, errors first; those it already had before a change and
+    /// those past the per-file limit are left out (see `more`).
+    pub(crate) diagnostics: Vec<DiagnosticData>,
+    /// Diagnostics left out past the per-file limit (or not sent by the server).
+    pub(crate) more: usize,
+}
+
+/// Whether a file has been checked.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FileState {
+    // Plain comments: doc comments would make the schema a `oneOf` instead of an `enum`.
+    // Diagnostics for the file as it is now.
+    Checked,
+    // No result yet for the file as it is now.
+    StillChecking,
+}
+
+/// One diagnostic.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct DiagnosticData {
+    /// Its line, from 1.
+    pub(crate) line: u32,
+    /// Its column, from 1 (in the server's units, UTF-16 by default).
+    pub(crate) column: u32,
+    /// `error` or `warning`.
+    pub(crate) severity: String,
+    /// The tool that found it (`Pyright`, `rustc`), when the server says.
+    pub(crate) source: Option<String>,
+    /// Its code (`reportAttributeAccessIssue`, `E0308`), when it has one.
+    pub(crate) code: Option<String>,
+    /// The message, on one line.
+    pub(crate) message: String,
+}
+
+impl DiagnosticData {
+    fn of(diagnostic: &Diagnostic) -> Self {
+        let severity = if is_error(diagnostic) {
+            "error"
+        } else {
+            "warning"
+        };
+        Self {
+            line: diagnostic.range.start.line.saturating_add(1),
+            column: diagnostic.range.start.character.saturating_add(1),
+            severity: severity.to_owned(),
+            source: diagnostic.source.clone(),
+            code: diagnostic.code.as_ref().map(|code| match code {
+                NumberOrString::Number(n) => n.to_string(),
+                NumberOrString::String(s) => s.clone(),
+            }),
+            message: diagnostic
+                .message
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// The report as data: the same files and diagnostics [`render`] lists, and `notes` (those of
+/// the report after the ones given).
+pub(crate) fn data(
+    report: &Report,
+    ctx: &ToolContext,
+    max_per_file: usize,
+    notes: impl IntoIterator<Item = String>,
+) -> DiagnosticsData {
+    let mut data = DiagnosticsData {
+        files: Vec::with_capacity(report.files.len()),
+        notes: notes.into_iter().collect(),
+    };
+    for file in &report.files {
+        let path = ctx.display_path(&file.path);
+        let entry = match &file.outcome {
+            Outcome::StillChecking { why } => FileData {
+                path,
+                server: file.server.clone(),
+                state: FileState::StillChecking,
+                why: Some(why.clone()),
+                errors: 0,
+                warnings: 0,
+                diagnostics: Vec::new(),
+                more: 0,
+            },
+            Outcome::Fresh(diagnostics, total) => {
+                let shown = shown(diagnostics);
+                let errors = shown.iter().filter(|d| is_error(d)).count();
+                let warnings = shown.len() - errors;
+                let listed = match &file.had {
+                    Some(had) => introduced(&shown, had).0,
+                    None => shown.clone(),
+                };
+                let more = listed.len().saturating_sub(max_per_file)
+                    + total.saturating_sub(diagnostics.len());
+                FileData {
+                    path,
+                    server: file.server.clone(),
+                    state: FileState::Checked,
+                    why: None,
+                    errors,
+                    warnings,
+                    diagnostics: listed
+                        .iter()
+                        .take(max_per_file)
+                        .map(|d| DiagnosticData::of(d))
+                        .collect(),
+                    more,
+                }
+            }
+        };
+        data.files.push(entry);
+    }
+    data.notes.extend(report.notes.iter().cloned());
+    data
+}
+
 #[cfg(test)]
 mod tests {
     use lsp_types::{Position, Range};

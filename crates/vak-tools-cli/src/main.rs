@@ -496,6 +496,10 @@ struct ListedTool<'a> {
     name: &'a str,
     description: std::borrow::Cow<'a, str>,
     input_schema: serde_json::Value,
+    /// The schema of the data a successful call returns beside its text, in the same dialect
+    /// (absent for a tool whose results are text only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<serde_json::Value>,
     capabilities: &'a [vak_tools::Capability],
     floor: bool,
     posture: vak_tools::Posture,
@@ -546,6 +550,7 @@ fn list(
                 name: &spec.name,
                 description: spec.description_for(dialect),
                 input_schema: spec.input_schema_for(dialect),
+                output_schema: spec.output_schema_for(dialect),
                 capabilities: &spec.capabilities,
                 floor: spec.floor,
                 posture: posture(spec, mode),

@@ -76,6 +76,39 @@ pub(crate) struct End {
     pub(crate) at: Instant,
 }
 
+/// One job as data (part of the `jobs` tool's `structuredContent`).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct JobData {
+    /// Its number in the session, the `job_id` to read, write to or stop it.
+    pub(crate) id: u32,
+    /// The command line as given.
+    pub(crate) command: String,
+    /// `running`, or `ended` (its end has come; `failed` says how).
+    pub(crate) state: JobState,
+    /// Whether it ended as an error: a non-zero exit, a signal, a timeout. False while it runs.
+    pub(crate) failed: bool,
+    /// Its state in words, as the text says it: `running for 12 s`, `exited with code 0 after
+    /// 3 s, 2 min ago`.
+    pub(crate) status: String,
+    /// How long it has run (running) or ran (ended), in milliseconds.
+    pub(crate) ran_ms: u64,
+    /// Whether it runs on a pseudo-terminal.
+    pub(crate) tty: bool,
+    /// Bytes of output held unread (both streams).
+    pub(crate) unread_bytes: u64,
+}
+
+/// Whether a job runs.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum JobState {
+    // Plain comments: doc comments would make the schema a `oneOf` instead of an `enum`.
+    // It runs.
+    Running,
+    // It has ended.
+    Ended,
+}
+
 /// What a result shows of a job: its new output, and its end if it came.
 pub(crate) struct Report {
     pub(crate) text: String,
@@ -275,6 +308,31 @@ impl Job {
                 human::duration(end.at.saturating_duration_since(self.started)),
                 human::duration(end.at.elapsed())
             ),
+        }
+    }
+
+    /// The job as data, for the `jobs` tool's structured results (see [`JobData`]).
+    pub(crate) fn data(&self) -> JobData {
+        let status = self.status_line();
+        let unread_bytes = self.unread() as u64;
+        let state = self.state();
+        let (state_name, failed, ran) = match &state.end {
+            None => (JobState::Running, false, self.started.elapsed()),
+            Some(end) => (
+                JobState::Ended,
+                end.is_error,
+                end.at.saturating_duration_since(self.started),
+            ),
+        };
+        JobData {
+            id: self.id,
+            command: self.command.clone(),
+            state: state_name,
+            failed,
+            status,
+            ran_ms: u64::try_from(ran.as_millis()).unwrap_or(u64::MAX),
+            tty: self.tty,
+            unread_bytes,
         }
     }
 

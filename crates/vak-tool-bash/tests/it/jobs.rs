@@ -710,3 +710,82 @@ async fn a_start_returns_with_the_first_output_while_the_job_runs_on() {
         assert!(run.text.contains("exit code: 3"), "{}", run.text);
     }
 }
+
+/// The output schema `jobs` declares.
+fn jobs_schema(setup: &Setup) -> serde_json::Value {
+    let mut registry = Registry::new();
+    vak_tool_bash::register(
+        &mut registry,
+        &setup.settings,
+        &vak_guard::GuardSettings::default(),
+        setup.mode,
+    );
+    let specs = registry.specs();
+    let spec = specs.iter().find(|spec| spec.name == "jobs").unwrap();
+    spec.output_schema
+        .clone()
+        .expect("jobs declares an output schema")
+}
+
+/// The data of a successful `jobs` result, checked against the declared schema by a real
+/// validator.
+fn jobs_data(setup: &Setup, run: &Run) -> serde_json::Value {
+    assert!(!run.out.is_error, "{}", run.text);
+    let Some(data) = run.out.structured.clone() else {
+        panic!("no structured content beside: {}", run.text)
+    };
+    vak_test_support::schema::assert_valid(&jobs_schema(setup), &data);
+    data
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_results_are_data_valid_against_the_output_schema() {
+    let setup = Setup::with_settings(quick_settings());
+    let list = setup.tool("jobs", json!({"action": "list"})).await;
+    let data = jobs_data(&setup, &list);
+    assert_eq!(data["jobs"], json!([]), "{data}");
+    assert_eq!(data["running"], 0, "{data}");
+    assert_eq!(data["max_running"], setup.settings.jobs_max, "{data}");
+
+    let (run, id) = start(&setup, json!({"command": "echo up; sleep 300"})).await;
+    read_on(&setup, id, "up", &run.text).await;
+    let list = setup.tool("jobs", json!({"action": "list"})).await;
+    let data = jobs_data(&setup, &list);
+    let job = &data["jobs"][0];
+    assert_eq!(job["id"], id, "{data}");
+    assert_eq!(job["command"], "echo up; sleep 300", "{data}");
+    assert_eq!(job["state"], "running", "{data}");
+    assert_eq!(job["failed"], false, "{data}");
+    assert_eq!(job["tty"], false, "{data}");
+    assert!(
+        list.text.contains(job["status"].as_str().unwrap()),
+        "{data}\n{}",
+        list.text
+    );
+    assert_eq!(data["running"], 1, "{data}");
+
+    let read = setup
+        .tool("jobs", json!({"action": "read", "job_id": id}))
+        .await;
+    let data = jobs_data(&setup, &read);
+    assert_eq!(data["jobs"].as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data["jobs"][0]["id"], id, "{data}");
+
+    let stop = setup
+        .tool("jobs", json!({"action": "stop", "job_id": id}))
+        .await;
+    let data = jobs_data(&setup, &stop);
+    assert_eq!(data["jobs"][0]["state"], "ended", "{data}");
+    assert_eq!(data["running"], 0, "{data}");
+    let list = setup.tool("jobs", json!({"action": "list"})).await;
+    let data = jobs_data(&setup, &list);
+    assert_eq!(data["jobs"][0]["state"], "ended", "{data}");
+
+    // An error result (no such job) carries text only.
+    let missing = setup
+        .tool("jobs", json!({"action": "read", "job_id": 999}))
+        .await;
+    assert!(missing.out.is_error, "{}", missing.text);
+    assert!(missing.out.structured.is_none());
+    wait_gone(&setup.marker).await;
+}

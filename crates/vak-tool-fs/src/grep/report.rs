@@ -34,6 +34,34 @@ pub(super) struct Report {
     /// Files with results that were decoded from another encoding than UTF-8, as shown, with
     /// the encoding's name.
     decoded: Vec<(String, &'static str)>,
+    /// The files with results, as shown, with their number of matching lines (none for
+    /// `output: files`, which stops at a file's first match).
+    found: Vec<(String, Option<usize>)>,
+}
+
+/// The data of a successful `grep` call (MCP's `structuredContent`), beside the same text: the
+/// files with matches, whatever the `output` mode, so that a program gets the list of files
+/// without parsing `content` lines.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct GrepData {
+    /// The files with matches in the order the text lists them (walk order), workspace-relative
+    /// where inside it: the files of the result for `files` and `count`, the files whose lines
+    /// are shown for `content`.
+    pub(crate) files: Vec<GrepFile>,
+    /// True when the search stopped at `max_matches`: there may be more.
+    pub(crate) capped: bool,
+    /// How many files were searched.
+    pub(crate) files_searched: usize,
+}
+
+/// One file with matches.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct GrepFile {
+    /// The file, as the text shows it.
+    pub(crate) path: String,
+    /// How many of its lines match, as `output: count` gives it (for `content`: those shown);
+    /// null for `output: files`, which stops reading a file at its first match.
+    pub(crate) count: Option<usize>,
 }
 
 impl Report {
@@ -56,6 +84,12 @@ impl Report {
             self.decoded.push((shown.clone(), encoding.describe()));
         }
         let room = query.max_matches - self.results;
+        let counted = match query.mode {
+            OutputMode::Files => None,
+            OutputMode::Count => Some(file.matched),
+            OutputMode::Content => Some(file.matched.min(room)),
+        };
+        self.found.push((shown.clone(), counted));
         match query.mode {
             OutputMode::Files => self.line(&shown),
             OutputMode::Count => self.line(&format!("{shown}:{}", file.matched)),
@@ -118,6 +152,22 @@ impl Report {
             human::count(self.files_searched as u64, "file", "files"),
             self.tally.sentence(self.no_ignore)
         )
+    }
+
+    /// The data beside the text (see [`GrepData`]).
+    pub(super) fn data(&self) -> GrepData {
+        GrepData {
+            files: self
+                .found
+                .iter()
+                .map(|(path, count)| GrepFile {
+                    path: path.clone(),
+                    count: *count,
+                })
+                .collect(),
+            capped: self.capped,
+            files_searched: self.files_searched,
+        }
     }
 
     pub(super) fn render(

@@ -17,6 +17,7 @@ mod pdf;
 mod read;
 mod real_tools;
 mod recovery;
+mod structured;
 mod support;
 mod tree;
 mod write;

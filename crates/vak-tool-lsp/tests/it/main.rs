@@ -1049,3 +1049,55 @@ async fn a_change_of_a_file_and_its_importer_reports_both_for_their_new_versions
     assert!(text.contains("main.fk: no problems (fake)"), "{text}");
     assert!(!text.contains("still checking"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diagnostics_results_are_data_valid_against_the_output_schema() {
+    let s = setup("normal");
+    let spec = s.registry.spec("diagnostics").unwrap();
+    let schema = spec.output_schema.clone().expect("an output schema");
+    let data_of = |out: &ToolOutput| {
+        assert!(!out.is_error, "{}", out.text_content());
+        let data = out.structured.clone().expect("structured content");
+        vak_test_support::schema::assert_valid(&schema, &data);
+        data
+    };
+    s.put("a.fk", "fine\nWARN\nERROR one\n").await;
+    let out = s.diagnostics(json!({"path": "a.fk"})).await;
+    let data = data_of(&out);
+    let file = &data["files"][0];
+    assert_eq!(file["path"], "a.fk", "{data}");
+    assert_eq!(file["server"], "fake", "{data}");
+    assert_eq!(file["state"], "checked", "{data}");
+    assert_eq!(
+        (file["errors"].clone(), file["warnings"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(
+        file["diagnostics"][0],
+        json!({"line": 3, "column": 1, "severity": "error", "source": "fake", "code": "F1",
+               "message": "error here: ERROR one"}),
+        "{data}"
+    );
+    assert_eq!(file["diagnostics"][1]["severity"], "warning", "{data}");
+    assert_eq!(file["more"], 0, "{data}");
+
+    // Every open file, without `path`.
+    let data = data_of(&s.diagnostics(json!({})).await);
+    assert_eq!(data["files"][0]["path"], "a.fk", "{data}");
+
+    // A file no server checks: no files, and the sentence why as a note.
+    std::fs::write(s.ctx.workspace().join("notes.txt"), "ERROR").unwrap();
+    let data = data_of(&s.diagnostics(json!({"path": "notes.txt"})).await);
+    assert_eq!(data["files"], json!([]), "{data}");
+    assert!(
+        data["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("No language server checks `notes.txt`"),
+        "{data}"
+    );
+
+    // An error result carries text only.
+    let out = s.diagnostics(json!({"path": "missing.fk"})).await;
+    assert!(out.is_error && out.structured.is_none(), "{out:?}");
+}

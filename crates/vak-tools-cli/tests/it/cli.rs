@@ -88,8 +88,35 @@ fn list_json_gives_each_schema_in_the_dialect_asked_for() {
                 spec["name"],
                 dialect.name()
             );
+            // A tool whose results are data gives their schema in the same dialect.
+            assert_eq!(
+                spec.get("output_schema").is_some(),
+                plain.get("output_schema").is_some()
+            );
+            if let Some(schema) = spec.get("output_schema") {
+                assert_eq!(
+                    violations(schema, dialect),
+                    Vec::<String>::new(),
+                    "the output schema of {} in {}: {schema}",
+                    spec["name"],
+                    dialect.name()
+                );
+            }
         }
     }
+    // The tools whose results are data say so.
+    for name in ["glob", "grep", "tree", "jobs"] {
+        let spec = default.iter().find(|spec| spec["name"] == name).unwrap();
+        assert!(spec.get("output_schema").is_some(), "{spec}");
+    }
+    assert!(
+        default
+            .iter()
+            .find(|spec| spec["name"] == "read")
+            .unwrap()
+            .get("output_schema")
+            .is_none()
+    );
     // anthropic is the default: today's schema, unchanged.
     assert_eq!(listed(dir.path(), &["--dialect", "anthropic"]), default);
     // The others are not: `read`'s optional `offset` is required and nullable for OpenAI, and

@@ -14,6 +14,7 @@ mod http_haproxy;
 mod http_hostile;
 mod http_load;
 mod http_sessions;
+mod inspector;
 mod jobs;
 #[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
 mod load;
@@ -22,6 +23,7 @@ mod procs;
 mod readme;
 mod recover;
 mod sandbox;
+mod sdk_client;
 mod sdk_defaults;
 mod signals;
 mod tasks;

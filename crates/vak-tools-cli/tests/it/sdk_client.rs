@@ -1,0 +1,108 @@
+//! The official Python SDK's high-level `Client`, with its defaults, over Streamable HTTP and
+//! over stdio: `bash` shows its output, `exit 3` is an error result, a call past `[mcp]
+//! task_after_ms` comes back as its result, and the tools whose results are data declare an
+//! `outputSchema` and return `structuredContent` the SDK accepts (it validates them and raises
+//! otherwise).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::BIN;
+use crate::http::serve;
+
+fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_client.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(workspace)
+        .args([transport, target])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail: String = stderr
+        .chars()
+        .rev()
+        .take(3000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(output.status.success(), "{transport}: {stdout}\n{tail}");
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+fn check(transport: &str, got: &Value) {
+    for name in ["glob", "grep", "jobs", "tree"] {
+        assert!(
+            got["with_output_schema"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from(name)),
+            "{transport}: {got}"
+        );
+    }
+    let echo = &got["echo"];
+    assert_eq!(echo["is_error"], false, "{transport}: {echo}");
+    let text = echo["text"].as_str().unwrap();
+    assert!(
+        text.contains("out") && text.contains("err"),
+        "{transport}: {echo}"
+    );
+    let exit3 = &got["exit3"];
+    assert_eq!(exit3["is_error"], true, "{transport}: {exit3}");
+    assert!(
+        exit3["text"].as_str().unwrap().contains("failing"),
+        "{transport}: {exit3}"
+    );
+    let long = &got["long"];
+    assert_eq!(long["is_error"], false, "{transport}: {long}");
+    assert!(
+        long["text"].as_str().unwrap().contains("late"),
+        "{transport}: {long}"
+    );
+    assert_eq!(
+        got["glob"]["structured"]["paths"][0], "notes.txt",
+        "{transport}: {got}"
+    );
+    assert_eq!(
+        got["grep"]["structured"]["files"][0]["path"], "notes.txt",
+        "{transport}: {got}"
+    );
+    assert!(
+        got["tree"]["structured"]["entries"].is_array(),
+        "{transport}: {got}"
+    );
+    let jobs = &got["jobs"];
+    if transport == "http" {
+        // The SDK's default over HTTP is the stateless 2026-07-28 protocol: no session keeps
+        // jobs, and `jobs` says so (an error result, text only).
+        assert_eq!(jobs["is_error"], true, "{transport}: {jobs}");
+        assert!(jobs["structured"].is_null(), "{transport}: {jobs}");
+    } else {
+        assert_eq!(
+            jobs["structured"]["jobs"],
+            serde_json::json!([]),
+            "{transport}: {jobs}"
+        );
+    }
+}
+
+#[test]
+fn the_python_sdk_client_shows_bash_output_errors_long_calls_and_structured_results() {
+    // CI installs the SDK (`cargo xtask ci`): there, its absence is a failure.
+    if !vak_test_support::python::mcp_sdk_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--no-auth"], None);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let over_http = run_client(dir.path(), "http", &url);
+    drop(server);
+    check("http", &over_http);
+    let dir = tempfile::tempdir().unwrap();
+    let over_stdio = run_client(dir.path(), "stdio", BIN);
+    check("stdio", &over_stdio);
+}
