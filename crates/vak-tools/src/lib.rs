@@ -9,6 +9,7 @@
 //! | feature | tools | crate | default? |
 //! | --- | --- | --- | --- |
 //! | `fs` | `read`, `write`, `edit`, `glob`, `grep` | `vak-tool-fs` | yes |
+//! | `undo` | `changes`, `undo`, `redo`, and a change record of each `write`, `edit` and `apply_patch` call (`[undo]`; enables `fs`) | `vak-tool-fs` | yes |
 //! | `bash` | `bash` | `vak-tool-bash` | yes |
 //! | `net` | `webfetch` | `vak-tool-net` | no |
 //! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
@@ -94,7 +95,9 @@ pub use vak_tool_lsp as lsp;
 pub fn registry(config: &Config) -> Registry {
     #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
     let mut registry = Registry::new();
-    #[cfg(feature = "fs")]
+    #[cfg(feature = "undo")]
+    vak_tool_fs::register_with_undo(&mut registry, &config.fs, &config.undo);
+    #[cfg(all(feature = "fs", not(feature = "undo")))]
     vak_tool_fs::register(&mut registry, &config.fs);
     #[cfg(feature = "bash")]
     vak_tool_bash::register(

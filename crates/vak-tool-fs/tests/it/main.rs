@@ -18,5 +18,9 @@ mod read;
 mod real_tools;
 mod support;
 mod tree;
+#[cfg(feature = "undo")]
+mod undo;
+#[cfg(feature = "undo")]
+mod undo_crash;
 mod write;
 mod write_crash;

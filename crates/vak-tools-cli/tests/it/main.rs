@@ -22,6 +22,7 @@ mod sandbox;
 mod sdk_defaults;
 mod signals;
 mod tasks;
+mod undo;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
