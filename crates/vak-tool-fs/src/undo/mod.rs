@@ -324,13 +324,16 @@ impl Direction {
     }
 }
 
-/// Undoes or redoes the call `id` in the workspace of `store`, journalling in `journal`.
-/// Returns the result text, or the refusal (nothing written).
+/// Undoes or redoes the call `id` in the workspace of `store`, journalling in `journal`; every
+/// path of the record must pass `allowed` (the call's path policy: a record is a file in the
+/// workspace, which anything that writes there could have forged). Returns the result text,
+/// or the refusal (nothing written).
 pub(crate) fn apply(
     store: &Store,
     journal: &Path,
     id: &str,
     direction: Direction,
+    allowed: &dyn Fn(&Path) -> Result<(), String>,
 ) -> Result<String, String> {
     let _lock = store
         .lock()
@@ -364,6 +367,15 @@ pub(crate) fn apply(
             .ok()
             .map(|meta| Stamp::of(&meta));
         now.push((path, state, stamp));
+    }
+    for ((path, _, _), change) in now.iter().zip(&record.changes) {
+        allowed(path).map_err(|why| {
+            format!(
+                "call {id} names {}, which this call may not write ({why}); nothing was \
+                 written.",
+                change.path
+            )
+        })?;
     }
     let at_to = now.iter().zip(&to).all(|((_, state, _), to)| state == *to);
     let at_from = now

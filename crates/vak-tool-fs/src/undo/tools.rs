@@ -368,16 +368,23 @@ impl Tool for UndoTool {
         let store = Store::new(ctx.workspace());
         let journal = crate::commit::journal_dir(ctx);
         let direction = self.direction;
-        let result =
-            tokio::task::spawn_blocking(move || apply(&store, &journal, &args.call_id, direction))
-                .await
-                .map_err(|error| {
-                    ToolError::new(format!(
-                        "`{}` failed inside vak-tools ({error}); the journal in .vak/scratch/ \
+        let policy = ctx.clone();
+        let allowed = move |path: &std::path::Path| match policy.resolve_path(path) {
+            Ok(resolved) if resolved == path => Ok(()),
+            Ok(resolved) => Err(format!("it resolves to {}", resolved.display())),
+            Err(error) => Err(error.to_string()),
+        };
+        let result = tokio::task::spawn_blocking(move || {
+            apply(&store, &journal, &args.call_id, direction, &allowed)
+        })
+        .await
+        .map_err(|error| {
+            ToolError::new(format!(
+                "`{}` failed inside vak-tools ({error}); the journal in .vak/scratch/ \
                          lets `vak-tools recover` finish or undo it.",
-                        direction.name()
-                    ))
-                })?;
+                direction.name()
+            ))
+        })?;
         let text = result.map_err(ToolError::new)?;
         Ok(ToolOutput::text(text))
     }

@@ -498,3 +498,44 @@ async fn changes_lists_newest_first_with_a_diff_stat_and_shows_one_call_whole() 
     assert!(unknown.is_error);
     assert!(unknown.text_content().contains("c77"));
 }
+
+#[tokio::test]
+async fn a_forged_record_naming_a_path_outside_the_workspace_is_refused() {
+    use sha2::Digest as _;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().canonicalize().unwrap().join("victim.txt");
+    fs::write(&victim, "keep me\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let sha256: String = sha2::Sha256::digest(b"keep me\n")
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    // What a write into .vak/undo/ (by a file tool or a command) could leave: a call that
+    // "created" the victim, whose undo would delete it.
+    let record = json!({
+        "id": "c9", "seq": 1, "tool": "write", "at": 0, "undone": false,
+        "changes": [{
+            "path": victim.to_string_lossy(),
+            "before": {"kind": "absent"},
+            "after": {"kind": "file", "sha256": sha256, "len": 8, "mode": 0o644},
+        }],
+    });
+    fs::create_dir_all(root.join(".vak/undo/records")).unwrap();
+    fs::write(
+        root.join(".vak/undo/records/000000000001.json"),
+        record.to_string(),
+    )
+    .unwrap();
+    let ctx = ToolContext::new(&root).unwrap().with_call_id("c10");
+    let out = registry(1 << 20)
+        .call("undo", json!({"call_id": "c9"}), &ctx)
+        .await;
+    assert!(out.is_error, "{}", out.text_content());
+    assert!(
+        out.text_content().contains("may not write"),
+        "{}",
+        out.text_content()
+    );
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me\n");
+}
