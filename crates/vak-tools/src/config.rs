@@ -280,6 +280,16 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// `[undo] max_bytes` reaches the change records; an unknown key is refused.
+    #[cfg(feature = "undo")]
+    #[test]
+    fn the_undo_section_bounds_the_change_records() {
+        let config = Config::from_toml_str("[undo]\nmax_bytes = 1024\n").unwrap();
+        assert_eq!(config.undo.max_bytes, 1024);
+        assert_eq!(Config::default().undo, vak_tool_fs::UndoSettings::default());
+        assert!(Config::from_toml_str("[undo]\nmax_byte = 1\n").is_err());
+    }
+
     #[cfg(feature = "full")]
     #[test]
     fn full_config_parses_into_each_tools_settings() {
