@@ -539,3 +539,35 @@ async fn a_forged_record_naming_a_path_outside_the_workspace_is_refused() {
     );
     assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me\n");
 }
+
+/// Recording changes nothing of what a call claims: two writes of different files still run in
+/// parallel (the store has its own lock).
+#[test]
+fn recorded_tools_claim_what_the_tools_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let ctx = ToolContext::new(&root).unwrap();
+    let mut plain = Registry::new();
+    vak_tool_fs::register(&mut plain, &vak_tool_fs::FsSettings::default());
+    let recorded = registry(1 << 20);
+    for (tool, args) in [
+        ("write", json!({"path": "a.txt", "content": "a"})),
+        (
+            "edit",
+            json!({"path": "a.txt", "edits": [{"old_text": "a", "new_text": "b"}]}),
+        ),
+        (
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch\n"}),
+        ),
+    ] {
+        assert_eq!(
+            recorded.claims(tool, &args, &ctx),
+            plain.claims(tool, &args, &ctx),
+            "{tool}"
+        );
+    }
+    let a = recorded.claims("write", &json!({"path": "a.txt", "content": "a"}), &ctx);
+    let b = recorded.claims("write", &json!({"path": "b.txt", "content": "b"}), &ctx);
+    assert!(!a.conflicts_with(&b));
+}
