@@ -30,9 +30,9 @@
 //!   do not name its paths is recorded as one that cannot be undone, and its result says so.
 //! - The pre-images stay in memory until the call ends, then are filed with the record under
 //!   the store's lock, so that another call's bound never drops them half-filed.
-//! - Every result of a recorded call ends with the line that undoes it:
-//!   `[undo {"call_id": "c12"} puts this change back]`, or, for a call its caller gave no id
-//!   (`vak-tools call`), `[change record r…: `vak-tools undo r…` puts it back]`.
+//! - A result of a call its caller gave no id (`vak-tools call`) ends with the record's own id:
+//!   `[change record r…: `vak-tools undo r…` puts it back]`. A call the MCP server names (`c12`)
+//!   keeps its result as it was: `changes` lists the ids with the paths.
 //! - A kill between an undo's commit and the record's update leaves a record the files
 //!   disagree with; the files win: the next `undo` or `redo` of that call sees where they are
 //!   and repairs the record.
@@ -123,15 +123,12 @@ impl Recorder {
         }
     }
 
-    /// The line a result ends with once its record is filed: how to undo it (by the tool
-    /// when the caller named the call, by the CLI when the id is the recorder's own).
-    fn filed_line(&self) -> String {
+    /// The line a result ends with once its record is filed, when the id is the recorder's
+    /// own (a caller that names its calls, the MCP server, already gives the id with the
+    /// result, and `changes` lists it).
+    fn filed_line(&self) -> Option<String> {
         let id = &self.call_id;
-        if self.named {
-            format!("[undo {{\"call_id\": \"{id}\"}} puts this change back]")
-        } else {
-            format!("[change record {id}: `vak-tools undo {id}` puts it back]")
-        }
+        (!self.named).then(|| format!("[change record {id}: `vak-tools undo {id}` puts it back]"))
     }
 
     /// Looks at `paths` before `tool` changes them (a symbolic link is followed to the file
@@ -286,7 +283,7 @@ impl Capture {
             (Ok(_), Some(why)) => Some(format!(
                 "note: the change was made; `undo` cannot put it back: {why}."
             )),
-            (Ok(_), None) => Some(self.recorder.filed_line()),
+            (Ok(_), None) => self.recorder.filed_line(),
         }
     }
 }
