@@ -59,20 +59,33 @@ impl Ledger {
 
     /// Records a result and returns its new call id (`c1`, `c2`, …, or a random one).
     pub(crate) fn record(&mut self, text: Arc<str>) -> String {
-        self.forget_expired();
+        let id = self.reserve();
+        self.record_as(id.clone(), text);
+        id
+    }
+
+    /// A new call id, for a call that has yet to run (so that the tool can file what it keeps
+    /// of the call under the id its result will carry); [`Ledger::record_as`] records its
+    /// result.
+    pub(crate) fn reserve(&mut self) -> String {
         let id = match self.ids {
             Ids::Counted => format!("c{}", self.next_id),
             Ids::Unguessable { .. } => format!("r{}", uuid::Uuid::new_v4().simple()),
         };
         self.next_id += 1;
+        id
+    }
+
+    /// Records a result under an id [`Ledger::reserve`] gave.
+    pub(crate) fn record_as(&mut self, id: String, text: Arc<str>) {
+        self.forget_expired();
         self.total_bytes += text.len();
-        self.entries.push_back((id.clone(), text, Instant::now()));
+        self.entries.push_back((id, text, Instant::now()));
         while self.total_bytes > self.budget_bytes && self.entries.len() > 1 {
             if let Some((_, evicted, _)) = self.entries.pop_front() {
                 self.total_bytes -= evicted.len();
             }
         }
-        id
     }
 
     /// The result recorded under `id`, unless it was evicted, forgot or never existed.
@@ -126,6 +139,17 @@ mod tests {
         assert!(ledger.get(&c).is_none());
         assert_eq!(ledger.oldest(), Some(big.as_str()));
         assert!(ledger.get("nope").is_none());
+    }
+
+    #[test]
+    fn a_reserved_id_names_the_result_recorded_later() {
+        let mut ledger = Ledger::new(1_000);
+        let first = ledger.reserve();
+        let second = ledger.record("second".into());
+        ledger.record_as(first.clone(), "first".into());
+        assert_eq!((first.as_str(), second.as_str()), ("c1", "c2"));
+        assert_eq!(ledger.get(&first).as_deref(), Some("first"));
+        assert_eq!(ledger.get(&second).as_deref(), Some("second"));
     }
 
     #[test]

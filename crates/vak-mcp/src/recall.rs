@@ -175,17 +175,26 @@ impl Shared {
 /// `ledger_bytes` if it has none yet), or in the shared ledger it joined, and returns its call
 /// id.
 pub(crate) fn record(session: &Session, ledger_bytes: usize, text: Arc<str>) -> String {
+    with_ledger(session, ledger_bytes, |ledger| ledger.record(text))
+}
+
+/// A call id from the ledger [`record`] would use, for a call that has yet to run.
+pub(crate) fn reserve(session: &Session, ledger_bytes: usize) -> String {
+    with_ledger(session, ledger_bytes, Ledger::reserve)
+}
+
+/// Records the whole `text` of a result under the id [`reserve`] gave.
+pub(crate) fn record_as(session: &Session, ledger_bytes: usize, id: String, text: Arc<str>) {
+    with_ledger(session, ledger_bytes, |ledger| ledger.record_as(id, text));
+}
+
+fn with_ledger<T>(session: &Session, ledger_bytes: usize, f: impl FnOnce(&mut Ledger) -> T) -> T {
     if let Some(shared) = session.state::<Shared>().0.get() {
-        return shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .record(text);
+        return f(&mut shared.lock().unwrap_or_else(PoisonError::into_inner));
     }
     let kept = session.state::<Kept>();
     let mut ledger = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
-    ledger
-        .get_or_insert_with(|| Ledger::new(ledger_bytes))
-        .record(text)
+    f(ledger.get_or_insert_with(|| Ledger::new(ledger_bytes)))
 }
 
 /// A recall range that names nothing of the result: what to say about it.

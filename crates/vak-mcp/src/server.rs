@@ -361,10 +361,13 @@ impl Server {
         name: &str,
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
-    ) -> ToolOutput {
+    ) -> (ToolOutput, Option<String>) {
         match self.prepare(name, args, context).await {
-            Ok(prepared) => self.run(prepared, context).await,
-            Err(refusal) => refusal,
+            Ok(prepared) => {
+                let id = prepared.call_id.clone();
+                (self.run(prepared, context).await, Some(id))
+            }
+            Err(refusal) => (refusal, None),
         }
     }
 
@@ -461,12 +464,17 @@ impl Server {
                 Err(refusal) => return Err(refusal),
             }
         }
+        // The id its result will carry, known to the tool while it runs (`undo` names a call
+        // by it).
+        let call_id =
+            crate::recall::reserve(self.inner.ctx.session(), self.inner.settings.ledger_bytes);
         Ok(Prepared {
             admission,
             name: name.to_owned(),
             args,
             approved,
             session: None,
+            call_id,
         })
     }
 
@@ -483,6 +491,7 @@ impl Server {
             args,
             approved,
             session,
+            call_id,
         } = prepared;
         let name = name.as_str();
         let token = self.inner.shutdown.child_token();
@@ -490,7 +499,7 @@ impl Server {
             Some(session) => self.inner.ctx.clone().with_session(session),
             None => self.inner.ctx.clone(),
         };
-        let mut ctx = ctx.with_parent_cancel(&token);
+        let mut ctx = ctx.with_parent_cancel(&token).with_call_id(call_id);
         if let Some(mode) = approved {
             // The person's approval widens what this one call may do (bash's sandbox).
             ctx = ctx.with_approval(mode);
@@ -542,12 +551,22 @@ impl Server {
     /// Records the whole text of a result and returns what the client is sent: the window of
     /// the text (naming the ledger entry), followed by any images.
     pub(crate) fn windowed(&self, output: ToolOutput) -> CallToolResult {
+        self.windowed_as(output, None)
+    }
+
+    /// [`Server::windowed`] under the id reserved for the call when it was prepared (see
+    /// [`Prepared::call_id`]), or a new one.
+    pub(crate) fn windowed_as(&self, output: ToolOutput, id: Option<String>) -> CallToolResult {
         let whole: Arc<str> = output.text_content().into();
-        let id = record(
-            self.inner.ctx.session(),
-            self.inner.settings.ledger_bytes,
-            Arc::clone(&whole),
-        );
+        let session = self.inner.ctx.session();
+        let budget = self.inner.settings.ledger_bytes;
+        let id = match id {
+            Some(id) => {
+                crate::recall::record_as(session, budget, id.clone(), Arc::clone(&whole));
+                id
+            }
+            None => record(session, budget, Arc::clone(&whole)),
+        };
         let mut blocks = vec![ContentBlock::text(
             window(&whole, &Marker { call_id: &id }).into_owned(),
         )];
@@ -574,6 +593,15 @@ pub(crate) struct Prepared {
     /// The session the call runs in instead of the server's own (a background job of a
     /// request without a session, see [`crate::stateless::jobs`]).
     session: Option<Session>,
+    /// The id its result will carry, reserved in the ledger when it was prepared.
+    call_id: String,
+}
+
+impl Prepared {
+    /// The id its result will carry.
+    pub(crate) fn call_id(&self) -> &str {
+        &self.call_id
+    }
 }
 
 impl Server {
@@ -730,8 +758,8 @@ impl ServerHandler for Server {
             Some(map) => serde_json::Value::Object(map),
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
-        let output = self.call(&request.name, args, &context).await;
-        Ok(self.windowed(output).into())
+        let (output, id) = self.call(&request.name, args, &context).await;
+        Ok(self.windowed_as(output, id).into())
     }
 
     async fn get_task(

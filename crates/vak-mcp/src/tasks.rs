@@ -483,8 +483,9 @@ pub(crate) async fn offer(
         let (server, running) = (server.clone(), server.track());
         tokio::spawn(async move {
             let _running = running;
+            let id = prepared.call_id().to_owned();
             let output = server.run(prepared, &call_context).await;
-            server.windowed(output)
+            server.windowed_as(output, Some(id))
         })
     };
     let ended = if after.is_zero() {

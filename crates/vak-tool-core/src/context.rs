@@ -71,6 +71,8 @@ pub struct ToolContext {
     /// Real paths no tool reads or writes (`[sandbox] deny_read`), checked by `resolve_path`.
     hidden: Arc<Vec<PathBuf>>,
     window_chars: Option<usize>,
+    /// The id the caller gives this call's result (`c12`, or `r…` without a session).
+    call_id: Option<Arc<str>>,
 }
 
 /// The [`ChangeObserver`]s of a context, in the order they were installed.
@@ -123,6 +125,7 @@ impl ToolContext {
             approved: None,
             hidden: Arc::default(),
             window_chars: None,
+            call_id: None,
         })
     }
 
@@ -213,6 +216,20 @@ impl ToolContext {
     pub fn with_approval(mut self, mode: PermissionMode) -> Self {
         self.approved = Some(mode);
         self
+    }
+
+    /// Names the call made with this context by the id its result carries (`c12` in an MCP
+    /// session, `r…` without one): what a tool that keeps a record of the call (the change
+    /// record `undo` works from) files it under, so that the person and the model can name it.
+    #[must_use]
+    pub fn with_call_id(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    /// The id of the call, when the caller gave one (see [`with_call_id`](Self::with_call_id)).
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
     }
 
     /// The permission mode a person approved these calls for, if any (see

@@ -70,6 +70,8 @@ mod recovering;
 mod seen;
 mod settings;
 mod tree;
+#[cfg(feature = "undo")]
+pub mod undo;
 mod walk;
 mod write;
 mod writer;
@@ -79,6 +81,8 @@ use vak_tool_core::Registry;
 pub use recovering::{recover_at_start, take_start_note};
 pub use settings::FsSettings;
 pub use writer::TransactionWriter;
+#[cfg(feature = "undo")]
+pub use undo::UndoSettings;
 
 use self::recovering::Recovering;
 
@@ -92,4 +96,41 @@ pub fn register(registry: &mut Registry, settings: &FsSettings) {
     registry.register(Recovering(read::ReadTool::new(settings)));
     registry.register(Recovering(tree::TreeTool));
     registry.register(Recovering(write::WriteTool::new(settings)));
+}
+
+/// Adds this crate's tools like [`register`], with `write`, `edit` and `apply_patch` leaving a
+/// change record of each call in `<workspace>/.vak/undo/` (bounded by `undo`), and the tools
+/// that read and apply them: `changes`, `undo` and `redo` (see [`undo`]).
+///
+/// ```
+/// let mut registry = vak_tool_core::Registry::new();
+/// vak_tool_fs::register_with_undo(
+///     &mut registry,
+///     &vak_tool_fs::FsSettings::default(),
+///     &vak_tool_fs::UndoSettings::default(),
+/// );
+/// assert_eq!(
+///     registry.names(),
+///     ["apply_patch", "changes", "edit", "glob", "grep", "read", "redo", "tree", "undo", "write"]
+/// );
+/// ```
+#[cfg(feature = "undo")]
+pub fn register_with_undo(registry: &mut Registry, settings: &FsSettings, undo: &UndoSettings) {
+    registry.register(Recovering(undo::recorded(
+        patch::ApplyPatchTool::new(settings),
+        undo,
+    )));
+    registry.register(Recovering(undo::recorded(
+        edit::EditTool::new(settings),
+        undo,
+    )));
+    registry.register(Recovering(glob::Glob::new(settings)));
+    registry.register(Recovering(grep::Grep::new(settings)));
+    registry.register(Recovering(read::ReadTool::new(settings)));
+    registry.register(Recovering(tree::TreeTool));
+    registry.register(Recovering(undo::recorded(
+        write::WriteTool::new(settings),
+        undo,
+    )));
+    undo::register(registry);
 }

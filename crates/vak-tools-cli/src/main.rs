@@ -1,6 +1,7 @@
 //! The `vak-tools` binary: `list` the tools, `call` one from a shell, or serve them all over
 //! the Model Context Protocol with `mcp`; `recover` finishes or undoes the writes a stopped
-//! process left interrupted (`call` and `mcp` do that first too).
+//! process left interrupted (`call` and `mcp` do that first too); `changes`, `undo` and `redo`
+//! read and apply the change records of the file tools.
 //!
 //! `call` exits 0 when the result is not an error, 1 when it is, and 2 on a usage error
 //! (malformed JSON, an unknown tool, a missing workspace, a bad config), with a one-line reason
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod recover;
+mod undo;
 
 use std::io::{ErrorKind, Read, StdoutLock, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +79,30 @@ enum Command {
         /// The working folder for relative paths (inside the workspace).
         #[arg(long)]
         cwd: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// List the changes the file tools made in the workspace, newest first: each call's id,
+    /// tool, paths and a diff stat (`.vak/undo/`).
+    Changes {
+        /// Print each call's whole diff too.
+        #[arg(long)]
+        diff: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Put back what one call changed, by the id its result carries (`c12`, `r…`): all or
+    /// nothing, refused by name for a path changed since.
+    Undo {
+        /// The call's id, as `changes` lists it.
+        call_id: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Re-apply the changes of a call `undo` put back.
+    Redo {
+        /// The call's id, as `changes` lists it.
+        call_id: String,
         #[command(flatten)]
         place: Place,
     },
@@ -262,6 +288,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Changes { diff, place } => undo::changes(&place, diff),
+        Command::Undo { call_id, place } => undo::apply(&place, "undo", &call_id).await,
+        Command::Redo { call_id, place } => undo::apply(&place, "redo", &call_id).await,
         Command::Doctor { place } => {
             let (config, workspace) = load(&place)?;
             let mode = config.permissions.mode;

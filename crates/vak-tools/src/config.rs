@@ -22,6 +22,9 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 /// [fs]
 /// read_bytes = 262144           # the most text one `read` page returns
 ///
+/// [undo]
+/// max_bytes = 268435456         # what the change records of `undo` keep in .vak/undo/
+///
 /// [bash]
 /// kill_grace_ms = 2000          # SIGTERM to SIGKILL
 ///
@@ -59,6 +62,12 @@ pub struct Config {
     #[cfg(not(feature = "fs"))]
     #[serde(skip_serializing)]
     fs: Uncompiled,
+    /// `[undo]`: how much the change records of `changes`, `undo` and `redo` keep.
+    #[cfg(feature = "undo")]
+    pub undo: vak_tool_fs::UndoSettings,
+    #[cfg(not(feature = "undo"))]
+    #[serde(skip_serializing)]
+    undo: Uncompiled,
     /// `[bash]`: the shell, its capture limits, its sandbox and environment.
     #[cfg(feature = "bash")]
     pub bash: vak_tool_bash::BashSettings,
@@ -270,6 +279,16 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[undo] max_bytes` reaches the change records; an unknown key is refused.
+    #[cfg(feature = "undo")]
+    #[test]
+    fn the_undo_section_bounds_the_change_records() {
+        let config = Config::from_toml_str("[undo]\nmax_bytes = 1024\n").unwrap();
+        assert_eq!(config.undo.max_bytes, 1024);
+        assert_eq!(Config::default().undo, vak_tool_fs::UndoSettings::default());
+        assert!(Config::from_toml_str("[undo]\nmax_byte = 1\n").is_err());
+    }
 
     #[cfg(feature = "full")]
     #[test]

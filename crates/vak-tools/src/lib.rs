@@ -9,6 +9,7 @@
 //! | feature | tools | crate | default? |
 //! | --- | --- | --- | --- |
 //! | `fs` | `read`, `write`, `edit`, `glob`, `grep` | `vak-tool-fs` | yes |
+//! | `undo` | `changes`, `undo`, `redo`, and a change record of each `write`, `edit` and `apply_patch` call (`[undo]`; enables `fs`) | `vak-tool-fs` | yes |
 //! | `bash` | `bash` | `vak-tool-bash` | yes |
 //! | `net` | `webfetch` | `vak-tool-net` | no |
 //! | `browse` | `browse` (enables `net`) | `vak-tool-browse` | no |
@@ -132,6 +133,7 @@ const ABSENT_WHEN_NOT_COMPILED: &[(&str, bool, &[&str])] = &[
             "tree",
         ],
     ),
+    ("undo", cfg!(feature = "undo"), &["changes", "undo", "redo"]),
     ("bash", cfg!(feature = "bash"), &["bash", "jobs"]),
     ("net", cfg!(feature = "net"), &["webfetch"]),
     ("browse", cfg!(feature = "browse"), &["browse"]),
@@ -149,7 +151,15 @@ fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'sta
     let mut registry = Registry::new();
     #[allow(unused_mut, reason = "a build may enable no tool feature at all")]
     let mut features = std::collections::BTreeMap::new();
-    #[cfg(feature = "fs")]
+    #[cfg(feature = "undo")]
+    {
+        vak_tool_fs::register_with_undo(&mut registry, &config.fs, &config.undo);
+        for name in ["changes", "undo", "redo"] {
+            features.insert(name.to_owned(), "undo");
+        }
+        mark(&registry, &mut features, "fs");
+    }
+    #[cfg(all(feature = "fs", not(feature = "undo")))]
     {
         vak_tool_fs::register(&mut registry, &config.fs);
         mark(&registry, &mut features, "fs");

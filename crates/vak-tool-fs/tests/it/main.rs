@@ -20,5 +20,9 @@ mod recovery;
 mod structured;
 mod support;
 mod tree;
+#[cfg(feature = "undo")]
+mod undo;
+#[cfg(feature = "undo")]
+mod undo_crash;
 mod write;
 mod write_crash;

@@ -27,6 +27,7 @@ mod sdk_client;
 mod sdk_defaults;
 mod signals;
 mod tasks;
+mod undo;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
