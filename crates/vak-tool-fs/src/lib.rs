@@ -80,9 +80,9 @@ use vak_tool_core::Registry;
 
 pub use recovering::{recover_at_start, take_start_note};
 pub use settings::FsSettings;
-pub use writer::TransactionWriter;
 #[cfg(feature = "undo")]
 pub use undo::UndoSettings;
+pub use writer::TransactionWriter;
 
 use self::recovering::Recovering;
 
