@@ -116,15 +116,29 @@ use crate::verdict::{Captured, Evidence};
 /// a call says what to install, but its description begins by saying it is unavailable on this
 /// machine and why, so that a model does not plan on it.
 pub fn register(registry: &mut Registry, settings: &BrowseSettings, guard: &GuardSettings) {
-    let env = |name| std::env::var_os(name);
-    let unavailable = unavailable(&discover::Search {
-        env_browser: env("VAK_BROWSER").as_deref(),
+    let (env_browser, path, home) = (
+        std::env::var_os("VAK_BROWSER"),
+        std::env::var_os("PATH"),
+        std::env::var_os("HOME"),
+    );
+    let search = discover::Search {
+        env_browser: env_browser.as_deref(),
         configured: settings.browser.as_deref(),
-        path: env("PATH").as_deref(),
-        home: env("HOME").as_deref(),
+        path: path.as_deref(),
+        home: home.as_deref(),
         mac_bundles: cfg!(target_os = "macos"),
-    });
-    registry.register(Browse::new(settings, guard, unavailable));
+    };
+    register_found(registry, settings, guard, &search);
+}
+
+/// [`register`] with the browser looked for in `search` (a test's, not this process's).
+fn register_found(
+    registry: &mut Registry,
+    settings: &BrowseSettings,
+    guard: &GuardSettings,
+    search: &discover::Search<'_>,
+) {
+    registry.register(Browse::new(settings, guard, unavailable(search)));
 }
 
 /// Why no browser can run, as the model reads it: `None` when discovery finds one in `search`.
@@ -532,8 +546,17 @@ mod tests {
             browser: Some("/nonexistent/chromium".into()),
             ..BrowseSettings::default()
         };
+        // Searched as `register` searches, without this process's `VAK_BROWSER` (CI sets it to
+        // an older Chromium for one run) and with a `PATH` that holds no browser.
+        let search = discover::Search {
+            env_browser: None,
+            configured: settings.browser.as_deref(),
+            path: Some(std::ffi::OsStr::new("/nonexistent")),
+            home: None,
+            mac_bundles: false,
+        };
         let mut registry = Registry::new();
-        register(&mut registry, &settings, &GuardSettings::default());
+        register_found(&mut registry, &settings, &GuardSettings::default(), &search);
         let spec = registry
             .specs()
             .into_iter()
