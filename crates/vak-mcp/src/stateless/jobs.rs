@@ -233,6 +233,7 @@ impl Jobs {
                 .replace("it is stopped when this session ends", &ending)
                 .replace(&format!("job {NUMBER} "), &format!("job \"{handle}\" "))
         });
+        name_in_data(&mut output, handle);
         output
     }
 
@@ -247,6 +248,7 @@ impl Jobs {
         rewrite(&mut output, |text| {
             text.replace(&format!("job {NUMBER} "), &format!("job \"{handle}\" "))
         });
+        name_in_data(&mut output, handle);
         output
     }
 
@@ -256,7 +258,12 @@ impl Jobs {
             return ToolOutput::text(
                 "no background jobs of requests without a session for this credential; start \
                  one with bash {\"command\": …, \"run_in_background\": true}",
-            );
+            )
+            .with_structured(serde_json::json!({
+                "jobs": [],
+                "running": 0,
+                "max_running": self.per_credential,
+            }));
         }
         let mut text = format!(
             "{} without a session (at most {} for this credential, {} on this server; one \
@@ -267,15 +274,35 @@ impl Jobs {
             idle_words(self.idle)
         );
         let prefix = format!("job {NUMBER}:");
+        let mut jobs = Vec::new();
         for (handle, output) in listed {
-            let said = text_of(output);
+            let mut output = output.clone();
+            name_in_data(&mut output, handle);
+            if let Some(serde_json::Value::Array(each)) = output
+                .structured
+                .as_mut()
+                .and_then(|data| data.get_mut("jobs"))
+                .map(serde_json::Value::take)
+            {
+                jobs.extend(each);
+            }
+            let said = text_of(&output);
             let line = said
                 .lines()
                 .find_map(|line| line.trim_start().strip_prefix(&prefix))
                 .unwrap_or(" ended");
             text.push_str(&format!("\n  job \"{handle}\":{line}"));
         }
-        ToolOutput::text(text)
+        let running = jobs
+            .iter()
+            .filter(|job| job.get("state").and_then(serde_json::Value::as_str) == Some("running"))
+            .count();
+        // The same data as a session's `jobs list`, each job named by its `job_id` handle.
+        ToolOutput::text(text).with_structured(serde_json::json!({
+            "jobs": jobs,
+            "running": running,
+            "max_running": self.per_credential,
+        }))
     }
 
     /// A call on job `handle` ended: its idle time starts now.
@@ -341,6 +368,22 @@ async fn reap_every(jobs: Weak<Jobs>, every: Duration) {
         tick.tick().await;
         let Some(jobs) = jobs.upgrade() else { return };
         jobs.reap();
+    }
+}
+
+/// Names job `handle` in the data of `output` (a `jobs` result's `jobs` records): each record
+/// gains `job_id`, the handle a request without a session passes, beside its number in its own
+/// session (`id`), which names nothing there.
+fn name_in_data(output: &mut ToolOutput, handle: &str) {
+    let records = output
+        .structured
+        .as_mut()
+        .and_then(|data| data.get_mut("jobs"))
+        .and_then(serde_json::Value::as_array_mut);
+    for record in records.into_iter().flatten() {
+        if let Some(record) = record.as_object_mut() {
+            record.insert("job_id".into(), serde_json::Value::from(handle));
+        }
     }
 }
 
