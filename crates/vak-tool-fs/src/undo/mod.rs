@@ -199,6 +199,24 @@ impl Capture {
 
     /// What `path` is now, its content kept for the record.
     fn state(&mut self, path: &Path) -> State {
+        // Looked at before it is read: a FIFO would block the read (and the call), a huge or
+        // sparse file would be read whole for a record the bound refuses anyway.
+        if let Ok(meta) = std::fs::symlink_metadata(path)
+            && meta.is_file()
+        {
+            let would_keep = self.kept_bytes.saturating_add(meta.len());
+            if self.not_kept.is_some() || would_keep > self.recorder.max_bytes {
+                self.not_kept.get_or_insert_with(|| {
+                    format!(
+                        "the contents of this call (at least {}) pass [undo] max_bytes ({})",
+                        human::size(would_keep),
+                        human::size(self.recorder.max_bytes)
+                    )
+                });
+                self.blobs.clear();
+                return State::Absent;
+            }
+        }
         match state_of(path) {
             Ok((state, bytes)) => {
                 if let Some(bytes) = bytes {

@@ -352,6 +352,13 @@ pub(crate) fn state_of(path: &Path) -> io::Result<(State, Option<Vec<u8>>)> {
     if meta.is_dir() {
         return Ok((State::Folder, None));
     }
+    if !meta.is_file() {
+        // A FIFO, a socket or a device: reading it could block or never end.
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "not a regular file, a folder or a symbolic link",
+        ));
+    }
     let bytes = fs::read(path)?;
     Ok((
         State::File {

@@ -31,6 +31,7 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
             "apply_patch",
             "bash",
             "browse",
+            "changes",
             "code",
             "diagnostics",
             "edit",
@@ -38,7 +39,10 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
             "grep",
             "jobs",
             "read",
+            "redo",
+            "rename",
             "tree",
+            "undo",
             "webfetch",
             "write"
         ]
@@ -47,8 +51,8 @@ async fn unknown_tools_are_error_results_naming_the_known_ones() {
     assert!(out.is_error);
     assert_eq!(
         out.text_content(),
-        "unknown tool `no_such_tool`. The tools are: apply_patch, bash, browse, code, diagnostics, \
-         edit, glob, grep, jobs, read, tree, webfetch, write."
+        "unknown tool `no_such_tool`. The tools are: apply_patch, bash, browse, changes, code, \
+         diagnostics, edit, glob, grep, jobs, read, redo, rename, tree, undo, webfetch, write."
     );
 }
 

@@ -216,6 +216,7 @@ fn every_registered_tool_has_a_hunt() {
         "apply_patch",
         "bash",
         "browse",
+        "changes",
         "code",
         "commitments",
         "diagnostics",
@@ -224,7 +225,10 @@ fn every_registered_tool_has_a_hunt() {
         "grep",
         "jobs",
         "read",
+        "redo",
+        "rename",
         "tree",
+        "undo",
         "webfetch",
         "write",
     ];
@@ -262,6 +266,26 @@ fn hunt_apply_patch() {
 #[test]
 fn hunt_code() {
     hunt("code", &Config::default(), 32);
+}
+
+#[test]
+fn hunt_rename() {
+    hunt("rename", &Config::default(), 32);
+}
+
+#[test]
+fn hunt_changes() {
+    hunt("changes", &Config::default(), 64);
+}
+
+#[test]
+fn hunt_undo() {
+    hunt("undo", &Config::default(), 64);
+}
+
+#[test]
+fn hunt_redo() {
+    hunt("redo", &Config::default(), 64);
 }
 
 #[test]

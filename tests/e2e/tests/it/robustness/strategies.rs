@@ -444,6 +444,14 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
             optional("symbol", string(weird_string())),
             optional("query", string(weird_string())),
         ],
+        "rename" => vec![
+            required("path", path(REAL_PATHS)),
+            required("line", count()),
+            required("symbol", string(weird_string())),
+            required("new_name", string(weird_string())),
+        ],
+        "changes" => vec![optional("call_id", string(call_id()))],
+        "undo" | "redo" => vec![required("call_id", string(call_id()))],
         "jobs" => vec![
             required("action", string(one_of(&["list", "read", "write", "stop"]))),
             optional(
@@ -501,6 +509,17 @@ fn fields_for(tool: &str, fixture: &Fixture) -> Option<Vec<Field>> {
         _ => return None,
     };
     Some(fields)
+}
+
+/// A change record's id as a model may give it: the shapes results carry (`c12`, `r` and 32 hex
+/// digits), ids no call had, and noise.
+fn call_id() -> BoxedStrategy<String> {
+    prop_oneof![
+        2 => (1u32..40).prop_map(|n| format!("c{n}")),
+        1 => one_of(&["r0123456789abcdef0123456789abcdef", "c0", "c-1", "", "../x", "c1/../../etc"]),
+        1 => weird_string(),
+    ]
+    .boxed()
 }
 
 /// The arguments strategy of each tool, or `None` for a tool this module does not know yet.
