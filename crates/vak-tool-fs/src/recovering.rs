@@ -155,8 +155,8 @@ fn report(recovered: &[Recovered], show: impl Fn(&Path) -> String) -> Option<Str
     Some(lines.join("\n"))
 }
 
-/// Adds `note` to the end of a result.
-fn with_note(mut output: ToolOutput, note: &str) -> ToolOutput {
+/// Adds `note` to the end of a result (its last text block, or a new one).
+pub(crate) fn with_note(mut output: ToolOutput, note: &str) -> ToolOutput {
     match output
         .content
         .iter_mut()
@@ -201,6 +201,10 @@ impl<T: Tool> Tool for Recovering<T> {
 
     fn output_schema(&self) -> Option<serde_json::Value> {
         self.0.output_schema()
+    }
+
+    fn check(&self, args: &T::Args, ctx: &ToolContext) -> Result<(), ToolError> {
+        self.0.check(args, ctx)
     }
 
     fn claims(&self, args: &T::Args, ctx: &ToolContext) -> Claims {

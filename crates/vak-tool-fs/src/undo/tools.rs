@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vak_tool_core::{
-    Access, Capability, Claims, Content, Tool, ToolContext, ToolError, ToolOutput, human,
-};
+use vak_tool_core::{Access, Capability, Claims, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use super::store::{Change, Record, State, Store};
 use super::{Direction, Recorder, UndoSettings, apply};
@@ -39,6 +37,18 @@ impl<T: Tool> Tool for Recorded<T> {
 
     fn floor(&self) -> bool {
         self.tool.floor()
+    }
+
+    fn long_running(&self) -> bool {
+        self.tool.long_running()
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        self.tool.output_schema()
+    }
+
+    fn check(&self, args: &T::Args, ctx: &ToolContext) -> Result<(), ToolError> {
+        self.tool.check(args, ctx)
     }
 
     // The tool's own claims: filing a record takes the store's lock, so two recorded calls on
@@ -84,29 +94,9 @@ impl<T: Tool> Tool for Recorded<T> {
         if let Some(note) = note
             && !output.is_error
         {
-            append(&mut output, &note);
+            output = crate::recovering::with_note(output, &note);
         }
         Ok(output)
-    }
-}
-
-/// Adds a paragraph to the end of a result.
-fn append(output: &mut ToolOutput, note: &str) {
-    match output
-        .content
-        .iter_mut()
-        .rev()
-        .find_map(|block| match block {
-            Content::Text { text } => Some(text),
-            _ => None,
-        }) {
-        Some(text) => {
-            text.push_str("\n\n");
-            text.push_str(note);
-        }
-        None => output.content.push(Content::Text {
-            text: note.to_owned(),
-        }),
     }
 }
 
