@@ -4,34 +4,24 @@
 //! `outputSchema` and return `structuredContent` the SDK accepts (it validates them and raises
 //! otherwise).
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::BIN;
 use crate::http::serve;
+use crate::sdk_defaults::python_client;
 
 fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_client.py");
-    let output = Command::new("python3")
-        .arg(&script)
-        .arg(workspace)
-        .args([transport, target])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail: String = stderr
-        .chars()
-        .rev()
-        .take(3000)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    assert!(output.status.success(), "{transport}: {stdout}\n{tail}");
-    serde_json::from_str(stdout.trim()).unwrap()
+    python_client(
+        "sdk_client.py",
+        &[
+            workspace.as_os_str(),
+            OsStr::new(transport),
+            OsStr::new(target),
+        ],
+    )
 }
 
 fn check(transport: &str, got: &Value) {

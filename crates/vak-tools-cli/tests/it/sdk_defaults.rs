@@ -3,6 +3,7 @@
 //! SDK refuses any server-sent event over 1 MiB: the server answers with plain JSON when
 //! nothing streams before the reply) and over stdio.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
@@ -12,24 +13,34 @@ use crate::BIN;
 use crate::http::serve;
 
 fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_defaults_client.py");
+    python_client(
+        "sdk_defaults_client.py",
+        &[
+            workspace.as_os_str(),
+            OsStr::new(transport),
+            OsStr::new(target),
+        ],
+    )
+}
+
+/// Runs the Python client `tests/it/<script>` with `args` and returns the JSON it prints; a
+/// failure shows what it printed and the end of its error output (a traceback's last frames).
+pub(crate) fn python_client(script: &str, args: &[&OsStr]) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it")
+        .join(script);
     let output = Command::new("python3")
-        .arg(&script)
-        .arg(workspace)
-        .args([transport, target])
+        .arg(&path)
+        .args(args)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail: String = stderr
-        .chars()
-        .rev()
-        .take(3000)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    assert!(output.status.success(), "{transport}: {stdout}\n{tail}");
+    let stderr: Vec<char> = String::from_utf8_lossy(&output.stderr).chars().collect();
+    let tail: String = stderr[stderr.len().saturating_sub(3000)..].iter().collect();
+    assert!(
+        output.status.success(),
+        "{script} {args:?}: {stdout}\n{tail}"
+    );
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
@@ -76,16 +87,8 @@ fn the_python_sdk_with_its_defaults_runs_a_background_job_and_recalls_without_a_
     }
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &["--no-auth"], None);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sessionless_client.py");
-    let output = Command::new("python3")
-        .arg(&script)
-        .arg(format!("http://127.0.0.1:{}/mcp", server.port))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let got = python_client("sessionless_client.py", &[OsStr::new(&url)]);
     assert_eq!(got["started_failed"], false, "{got}");
     let job = got["job_id"]
         .as_str()
