@@ -10,6 +10,9 @@
 //! - `conformance`: MCP's official conformance suite against `vak-tools mcp --http` (Node.js 22
 //!   and the suite installed into target/conformance with npm when missing; also a step of `ci`);
 //! - `tidy`: the workspace's structural rules (also run as ordinary tests of this crate);
+//! - `rules [--write]`: whether the blocks of clippy.toml, ARCHITECTURE.md and AGENTS.md that
+//!   are written from the rule tables of `rules.rs` match them (tidy checks it too); with
+//!   `--write`, rewrite them;
 //! - `docs`: regenerate docs/tools.md from the tool specs (a test checks it is fresh);
 //! - `bench [NAME]`: the benchmarks, figures for docs/benchmarks.md (`bench grep` and
 //!   `bench glob` compare our search tools with ripgrep and fd on the corpus that
@@ -25,6 +28,7 @@
 mod bench_search;
 mod conformance;
 mod old_browser;
+mod rules;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("conformance") => conformance::run_suite(),
         Some("tidy") => tidy::run(&project_root()).map_err(|problems| problems.join("\n")),
+        Some("rules") => rules::run(&project_root(), &args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("bench-corpus") => bench_search::corpus(&project_root()),
         Some("docs") => step(
@@ -45,7 +50,8 @@ fn main() -> ExitCode {
         ),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | conformance | tidy | docs | bench [NAME] | bench-corpus>"
+                "usage: cargo xtask <ci | conformance | tidy | rules [--write] | docs | bench [NAME] \
+                 | bench-corpus>"
             );
             return ExitCode::from(2);
         }

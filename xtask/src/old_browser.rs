@@ -1,7 +1,7 @@
 //! The browse suite against an older Chromium than the one installed.
 //!
 //! Users run the Chromium their distribution gave them, not the newest build, and a browse
-//! test that passes on one version can fail on another (issue 29: 148 and 150 print their
+//! test that passes on one version can fail on another (Chromium 148 and 150 print their
 //! network-error page where 156 logs `Page load failed`). So CI runs the browse tests a second
 //! time against the oldest Chromium Debian's archive still lists, fetched with
 //! `apt-get download` and unpacked with `dpkg -x` into `target/old-chromium/<version>/`, never

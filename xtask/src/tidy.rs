@@ -5,55 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// Where processes may be started (and the spawn methods of clippy.toml allowed): a crate and
-/// a path below its folder (`""`: the whole crate). vak-sandbox owns every confined process:
-/// its tool side starts them in `client/launch.rs` alone, and inside the helper binary the
-/// outer process starts init, which starts the command; browse starts the browser; vak-tool-lsp
-/// starts a language server itself in `full-access` only, in `launch.rs` (elsewhere through
-/// vak-sandbox's `Confined`). Nobody else, bash included: it asks vak-sandbox (ARCHITECTURE.md,
-/// invariant 7). Test code (after a file's `#[cfg(test)]`) may start what it tests with.
-const SPAWN_PLACES: &[(&str, &str)] = &[
-    ("vak-sandbox", "src/client/launch.rs"),
-    ("vak-sandbox", "src/helper/"),
-    ("vak-tool-browse", ""),
-    ("vak-tool-lsp", "src/launch.rs"),
-];
-/// The crates that may depend on the HTTP stack: the guard (its forward proxy), the two that
-/// fetch, and the MCP library, which serves MCP over HTTP (inbound only: clippy's ban on opening
-/// connections holds there too).
-const HTTP_CRATES: &[&str] = &["vak-guard", "vak-tool-net", "vak-tool-browse", "vak-mcp"];
-/// Where outbound connections may be opened (and clippy's connect methods allowed): the SSRF
-/// guard, and the session's network holder inside the helper (on the loopback of the session's
-/// own network namespace only).
-const CONNECT_PLACES: &[(&str, &str)] =
-    &[("vak-guard", ""), ("vak-sandbox", "src/helper/holder.rs")];
-
-/// Whether `file` of crate `name` (in `dir`) is one of `places`.
-fn is_place(places: &[(&str, &str)], name: &str, dir: &Path, file: &Path) -> bool {
-    places
-        .iter()
-        .any(|(krate, below)| *krate == name && file.starts_with(dir.join(below)))
-}
-
-/// The crate of helpers the tests share (issue 23): never published, only ever a
-/// dev-dependency, and like xtask free to start processes (its helpers ask `python3` for the MCP
-/// SDK).
-const TEST_SUPPORT: &str = "vak-test-support";
-/// Dependencies that make up the HTTP stack.
-const HTTP_STACK: &[&str] = &[
-    "hyper",
-    "hyper-util",
-    "hyper-rustls",
-    "http-body-util",
-    "h2",
-    "reqwest",
-    "ureq",
-    "isahc",
-    "curl",
-    "rustls",
-    "tokio-rustls",
-    "webpki-roots",
-];
+use crate::rules::{
+    BANNED_MACROS, BUDGETS, CONNECT_PLACES, HTTP_CRATES, HTTP_STACK, KEPT_OUT, LAYERS,
+    SPAWN_PLACES, TEST_SUPPORT, TRACKER_WORDS, is_place,
+};
 
 /// Runs every check; the error lists every problem found.
 pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
@@ -82,86 +37,21 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
     }
     if !unsafe_sites.is_empty() {
         problems.push(format!(
-            "{} unsafe blocks; the workspace allows none (the last one, bash's pre_exec, went \
-             with issue 22): {}",
+            "{} unsafe blocks; the workspace allows none (what a `pre_exec` closure would do, \
+             the sandbox's helper binary does): {}",
             unsafe_sites.len(),
             unsafe_sites.join(", ")
         ));
     }
     problems.extend(over_budget(root));
+    problems.extend(crate::rules::check(root));
+    problems.extend(tracker_numbers(root));
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems)
     }
 }
-
-/// How many crates a runtime that takes one piece of the workspace pulls with it (issue 23).
-struct Budget {
-    /// The package.
-    package: &'static str,
-    /// Extra `cargo tree` arguments (features).
-    args: &'static [&'static str],
-    /// The most unique crates (name and version) of `cargo tree -e normal`, itself included.
-    limit: usize,
-    /// What the row measures, for the message.
-    what: &'static str,
-}
-
-/// The dependency budgets: a new piece a runtime can take alone adds its row.
-const BUDGETS: &[Budget] = &[
-    Budget {
-        package: "vak-window",
-        args: &[],
-        limit: 5,
-        what: "vak-window (pure text windowing)",
-    },
-    Budget {
-        package: "vak-tool-core",
-        args: &[],
-        limit: 40,
-        what: "vak-tool-core (the tool contract)",
-    },
-    Budget {
-        package: "vak-tool-fs",
-        args: &["--no-default-features"],
-        limit: 90,
-        what: "vak-tool-fs without its optional formats (image, pdf, notebook)",
-    },
-    Budget {
-        package: "vak-tool-bash",
-        args: &[],
-        limit: 110,
-        what: "vak-tool-bash",
-    },
-    Budget {
-        package: "vak-guard",
-        args: &[],
-        limit: 90,
-        what: "vak-guard (the SSRF guard and its proxy, for bash and browse)",
-    },
-    Budget {
-        package: "vak-mcp",
-        args: &["--no-default-features"],
-        limit: 120,
-        what: "the MCP library without `http` (a runtime embeds it for stdio alone)",
-    },
-];
-
-/// Crates a budgeted package must never pull, whatever its count: the guard serves bash and
-/// browse without webfetch's TLS, decompression and HTML stacks (issue 23).
-const KEPT_OUT: &[(&str, &[&str])] = &[(
-    "vak-guard",
-    &[
-        "rustls",
-        "rustls-webpki",
-        "webpki-roots",
-        "tokio-rustls",
-        "brotli",
-        "async-compression",
-        "htmd",
-    ],
-)];
 
 /// The crates of `banned` that a `cargo tree --prefix none` listing names.
 fn pulled<'a>(tree: &str, banned: &[&'a str]) -> Vec<&'a str> {
@@ -233,9 +123,8 @@ fn over_budget(root: &Path) -> Vec<String> {
     problems
 }
 
-/// The distinct crates (name and version) of a `cargo tree --prefix none` listing.
 /// The dev profile's debug info, which the CI disk depends on: with full DWARF in every test
-/// binary a cold `cargo xtask ci` filled the CI machine's disk (stop 31); with line tables for
+/// binary a cold `cargo xtask ci` filled the CI machine's disk; with line tables for
 /// the workspace and none for dependencies it peaks at 7.7 GB. A problem per setting that
 /// brings full debug info back.
 fn full_debug_info(workspace: &toml::Table) -> Vec<String> {
@@ -265,6 +154,7 @@ fn full_debug_info(workspace: &toml::Table) -> Vec<String> {
     problems
 }
 
+/// The distinct crates (name and version) of a `cargo tree --prefix none` listing.
 fn unique_crates(tree: &str) -> usize {
     tree.lines()
         .map(|line| line.trim_end_matches(" (*)").trim())
@@ -400,55 +290,146 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
             ));
         }
     }
-    if name == "vak-mcp" {
-        // core + window <- mcp <- CLI: the server knows no tool crate and no facade.
-        for dep in deps.iter().filter(|dep| dep.starts_with("vak-")) {
-            if !["vak-tool-core", "vak-window"].contains(&dep.as_str()) {
-                problems.push(format!(
-                    "vak-mcp depends on `{dep}`: the MCP library depends on vak-tool-core and \
-                     vak-window only"
-                ));
+    match LAYERS.iter().find(|layer| layer.krate == name) {
+        None => problems.push(format!(
+            "{name} has no row in LAYERS (xtask/src/rules.rs): say which workspace crates it may \
+             depend on, then run `cargo xtask rules --write`"
+        )),
+        Some(layer) => {
+            let Some(allowed) = layer.may_use else {
+                return;
+            };
+            for dep in deps
+                .iter()
+                .filter(|dep| dep.starts_with("vak-") || dep.starts_with("vak_"))
+            {
+                if !allowed.contains(&dep.as_str()) {
+                    let allowed = if allowed.is_empty() {
+                        "no crate of the workspace".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    };
+                    problems.push(format!(
+                        "{name} depends on `{dep}`: it may depend on {allowed} only ({}; \
+                         LAYERS in xtask/src/rules.rs)",
+                        layer.why
+                    ));
+                }
             }
         }
     }
-    let is_tool_crate = name.starts_with("vak-tool-") && name != "vak-tool-core";
-    let is_layer_crate = matches!(name, "vak-guard" | "vak-markdown" | "vak-sandbox");
-    if is_tool_crate
-        || is_layer_crate
-        || matches!(name, "vak-tool-core" | "vak-window" | "vak-human")
-    {
-        let allowed: &[&str] = match name {
-            // Core and the window share the one formatter of sizes (`vak-human`), and
-            // nothing else of the workspace: the window is pure text.
-            "vak-tool-core" | "vak-window" => &["vak-human"],
-            "vak-human" => &[],
-            // The guard and the HTML converter sit just above core, below the tools that use
-            // them: guard <- net, browse, bash; markdown <- net, browse.
-            "vak-guard" => &["vak-tool-core"],
-            "vak-markdown" => &[],
-            "vak-tool-net" | "vak-tool-browse" => &["vak-tool-core", "vak-guard", "vak-markdown"],
-            // The sandbox serves the guard's proxy in its network namespace; bash runs its
-            // commands in the sandbox: guard <- sandbox <- bash.
-            "vak-sandbox" => &["vak-tool-core", "vak-guard"],
-            "vak-tool-bash" => &["vak-tool-core", "vak-guard", "vak-sandbox"],
-            // Language servers run project code: outside full-access inside bash's sandbox,
-            // with its environment policy: sandbox <- lsp.
-            "vak-tool-lsp" => &["vak-tool-core", "vak-sandbox"],
-            _ => &["vak-tool-core"],
-        };
-        for dep in deps
+}
+
+/// The files whose prose may cite a tracker: sources, manifests, docs and scripts, outside
+/// `target/`, hidden folders and test fixtures (which hold third-party text).
+fn prose_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
+    entries.sort();
+    for path in entries {
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
+        if path.is_dir() {
+            if !(name.starts_with('.') || name == "target" || name == "fixtures") {
+                prose_files(&path, out);
+            }
+        } else if ["rs", "md", "toml", "py", "sh", "cfg", "yaml", "yml"]
             .iter()
-            .filter(|dep| dep.starts_with("vak-") || dep.starts_with("vak_"))
+            .any(|ext| path.extension().is_some_and(|e| e == *ext))
         {
-            if !allowed.contains(&dep.as_str()) {
+            out.push(path);
+        }
+    }
+}
+
+/// The comment of a source line: after `//` (Rust) or `#` (TOML, Python, shell, YAML) outside
+/// a string literal; a Markdown line is all prose.
+fn comment_of<'a>(line: &'a str, ext: &str) -> Option<&'a str> {
+    let marker = match ext {
+        "md" | "py" => return Some(line),
+        "rs" => "//",
+        _ => "#",
+    };
+    let mut from = 0;
+    while let Some(at) = line[from..].find(marker) {
+        let at = from + at;
+        if line[..at].matches('"').count().is_multiple_of(2) {
+            return Some(&line[at + marker.len()..]);
+        }
+        from = at + marker.len();
+    }
+    None
+}
+
+/// The citations of a tracker in `text`: a word of [`TRACKER_WORDS`] followed by a number
+/// (`issue 22`, `stop 31`, `issue #5`), or `#` and two digits or more that no quote or
+/// backtick opens (a commitment is shown as `` `#12` ``).
+fn tracker_citations(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut found = Vec::new();
+    let boundary =
+        |at: usize| at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+    for word in TRACKER_WORDS {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(word) {
+            let at = from + at;
+            from = at + word.len();
+            let rest = &lower[from..];
+            let rest = rest.strip_prefix([' ', '-']).unwrap_or("");
+            let rest = rest.strip_prefix('#').unwrap_or(rest);
+            if boundary(at) && rest.starts_with(|c: char| c.is_ascii_digit()) {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                found.push(format!("{word} {digits}"));
+            }
+        }
+    }
+    for (at, _) in lower.match_indices('#') {
+        let digits: String = lower[at + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let opened = at > 0 && matches!(bytes[at - 1], b'`' | b'"' | b'\'' | b'&');
+        if digits.len() >= 2 && boundary(at) && !opened {
+            found.push(format!("#{digits}"));
+        }
+    }
+    found
+}
+
+/// Each citation of an issue tracker that is not in the repository, in comments and docs.
+fn tracker_numbers(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    prose_files(root, &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        if file.ends_with("xtask/src/tidy.rs") {
+            // Its tests spell the citations they look for.
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+        for (index, line) in text.lines().enumerate() {
+            let Some(comment) = comment_of(line, ext) else {
+                continue;
+            };
+            for citation in tracker_citations(comment) {
                 problems.push(format!(
-                    "{name} depends on `{dep}`: a tool crate depends on vak-tool-core only \
-                     (net, browse and bash also on vak-guard; net and browse on vak-markdown; \
-                     bash and lsp on vak-sandbox)"
+                    "{}:{}: `{citation}` cites a tracker that is not in the repository: say \
+                     what the code does and why instead",
+                    file.strip_prefix(root).unwrap_or(&file).display(),
+                    index + 1
                 ));
             }
         }
     }
+    problems
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -544,8 +525,8 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
         if !first.starts_with("//!") {
             problems.push(format!("{shown}: a module starts with a `//!` doc comment"));
         }
-        if file.ends_with("xtask/src/tidy.rs") {
-            // This file names the tokens it looks for.
+        if file.ends_with("xtask/src/tidy.rs") || file.ends_with("xtask/src/rules.rs") {
+            // These files name the tokens they look for.
             continue;
         }
         for line in count_unsafe_blocks(&text) {
@@ -559,7 +540,7 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
         let spawn_place = is_place(SPAWN_PLACES, name, &krate.dir, file);
         let connect_place = is_place(CONNECT_PLACES, name, &krate.dir, file);
         for (line, code) in code_lines(&text) {
-            for banned in ["todo!(", "unimplemented!(", "dbg!("] {
+            for banned in BANNED_MACROS {
                 if code.contains(banned) {
                     problems.push(format!("{shown}:{line}: `{banned}` left in the code"));
                 }
@@ -567,14 +548,15 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
             let test_code = name == "xtask" || name == TEST_SUPPORT || line > tests_from;
             if code.contains("Command::new") && !spawn_place && !test_code {
                 problems.push(format!(
-                    "{shown}:{line}: only vak-sandbox (client/launch.rs, helper/), vak-tool-browse \
-                     and vak-tool-lsp's launch.rs start processes"
+                    "{shown}:{line}: {} (SPAWN_PLACES in xtask/src/rules.rs)",
+                    crate::rules::spawn_reason()
                 ));
             }
             if code.contains("disallowed_methods") && !spawn_place && !connect_place && !test_code {
                 problems.push(format!(
-                    "{shown}:{line}: only the places that start processes or connect (tidy's \
-                     SPAWN_PLACES, CONNECT_PLACES) may allow the guarded methods of clippy.toml"
+                    "{shown}:{line}: only the places that start processes or connect (SPAWN_PLACES, \
+                     CONNECT_PLACES in xtask/src/rules.rs) may allow the guarded methods of \
+                     clippy.toml"
                 ));
             }
         }
@@ -584,6 +566,48 @@ fn check_sources(krate: &Crate, unsafe_sites: &mut Vec<String>, problems: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracker_citations_are_found_in_comments_and_docs() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("rs", "let x = 1; // since issue 22, route 8", &["issue 22"]),
+            ("rs", "//! Stop 31 filled the disk", &["stop 31"]),
+            ("rs", "/// fixed in #123", &["#123"]),
+            ("rs", "let s = \"issue 22\"; // a string is code", &[]),
+            ("rs", "return 1; // return 2", &[]),
+            ("md", "## What changed for issue 19", &["issue 19"]),
+            ("md", "its number, `12` or `\"#12\"`, shown as `#12`", &[]),
+            (
+                "md",
+                "see [the walk](#what-changed-for-the-walk) and turn-4",
+                &["turn 4"],
+            ),
+            ("toml", "debug = 1 # issue #7", &["issue 7"]),
+            ("toml", "name = \"#12\"", &[]),
+            ("md", "a round trip, an issue tracker, #1 and tissue 5", &[]),
+        ];
+        for (ext, line, expected) in cases {
+            let found = comment_of(line, ext)
+                .map(tracker_citations)
+                .unwrap_or_default();
+            assert_eq!(found, *expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn every_crate_needs_a_layer_row() {
+        let manifest: toml::Table =
+            toml::from_str("[package]\nname = \"vak-new\"\n[lints]\nworkspace = true\n").unwrap();
+        let krate = Crate {
+            name: "vak-new".into(),
+            dir: PathBuf::new(),
+            manifest,
+        };
+        let mut problems = Vec::new();
+        check_manifest(&krate, &mut problems);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].contains("no row in LAYERS"), "{problems:#?}");
+    }
 
     #[test]
     fn kept_out_crates_are_found_by_name() {

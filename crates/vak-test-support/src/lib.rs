@@ -1,4 +1,4 @@
-//! What the workspace's tests share (issue 23), so that no crate's tests keep a copy of another's:
+//! What the workspace's tests share, so that no crate's tests keep a copy of another's:
 //!
 //! - [`procs`]: the machine's live processes, read from the host's `/proc` (what a call left
 //!   running);

@@ -63,10 +63,10 @@ struct Fixture {
 #[derive(Debug, Clone, Copy)]
 enum Sandbox {
     /// `full-access`: no sandbox; the helper contains the command in a PID namespace and a
-    /// cgroup (the default limits) since issue 22.
+    /// cgroup (the default limits).
     FullAccess,
     /// `full-access` with no helper to be found: the shell spawned directly, as every
-    /// `full-access` call was before issue 22.
+    /// `full-access` call once was.
     FullAccessDirect,
     /// `workspace-write` with `[bash] network = "guarded"` (the default): the proxy is served.
     WorkspaceGuarded,

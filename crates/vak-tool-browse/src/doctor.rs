@@ -1,6 +1,6 @@
 //! What `vak-tools doctor` says about `browse`: which browser a call would run, and its version.
 //!
-//! A browse failure often depends on the browser's version (issue 29: Chromium 148 and 150 show
+//! A browse failure often depends on the browser's version (Chromium 148 and 150 show
 //! their network-error page where 156 logs the failure), so the version is the first thing a
 //! person reporting a problem should be able to give.
 

@@ -91,7 +91,7 @@ mod tests {
         }
     }
 
-    /// Issue 22, route 8: the machine's own address is refused as a target before the browser
+    /// The machine's own address is refused as a target before the browser
     /// starts, and for every request of a page (the proxy's dialer is the same guard), even
     /// with the range around it allowed.
     #[tokio::test]

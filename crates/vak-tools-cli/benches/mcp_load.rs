@@ -1,4 +1,4 @@
-//! The MCP server under load (issue 27): 1,000 sessions, each making ten mixed calls whose
+//! The MCP server under load: 1,000 sessions, each making ten mixed calls whose
 //! every result is checked exactly (tests/it/load.rs has the workload), 100 at once,
 //!
 //! - over Streamable HTTP against ONE `vak-tools mcp --http` server: call latency (p50, p99),

@@ -1,4 +1,4 @@
-//! The claims scheduler against the coarse policy of today's agent runtimes (issue 26).
+//! The claims scheduler against the coarse policy of today's agent runtimes.
 //!
 //! One batch of 64 mixed calls through the real registry in a temporary workspace: reads of
 //! distinct files, greps of distinct folders, edits of distinct files and a few `bash` commands

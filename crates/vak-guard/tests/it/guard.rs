@@ -573,7 +573,7 @@ fn on_machine(allow: &[&str]) -> Guard {
     Guard::new(&allowing(allow)).with_interfaces(Arc::new(machine))
 }
 
-/// Issue 22, route 8: an address of the machine's own interfaces is refused, however written,
+/// An address of the machine's own interfaces is refused, however written,
 /// unless `[net] allow` names that exact address; loopback stays the table's business.
 #[test]
 fn the_machines_own_addresses_are_refused() {

@@ -1,4 +1,4 @@
-//! Issue 22, route 8, through the proxy on this machine: a server bound to `0.0.0.0` must not be
+//! The machine's own address, through the proxy on this machine: a server bound to `0.0.0.0` must not be
 //! reached through the machine's own non-loopback address, neither by a plain HTTP request nor
 //! by a `CONNECT` tunnel. When the machine has no such address, the rule is still exercised
 //! with an injected interface list.

@@ -1,5 +1,5 @@
 //! Calls over HTTP take their place in their session's queue in the order the front reads them
-//! (issue 26), as the stdio transport does for the lines it reads: a `tools/call` POSTed after
+//! as the stdio transport does for the lines it reads: a `tools/call` POSTed after
 //! another one's POST was read never overtakes it when their claims conflict, however rmcp's
 //! session worker then schedules the two handlers. A call the front admitted but rmcp refused
 //! (a bad header, a session that ended), or whose client left before rmcp took it, leaves the

@@ -495,7 +495,7 @@ impl Front {
             && serde_json::from_slice::<Value>(&body).is_ok_and(|message| {
                 message.get("method").is_some() && message.get("id").is_some()
             });
-        // A call takes its place in its session's queue as it is read (issue 26).
+        // A call takes its place in its session's queue as it is read.
         let arrived = match serde_json::from_slice::<Value>(&body) {
             Ok(message) if parts.method == Method::POST => self.arrive(&parts.headers, &message),
             _ => arrival::Arrived::default(),

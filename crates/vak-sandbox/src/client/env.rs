@@ -543,8 +543,8 @@ mod tests {
         assert!(keep_all.filter(&given).withheld.is_empty());
     }
 
-    /// The table of issue 22: each entry, and whether the default policy keeps it (`None`) or
-    /// withholds it, and why.
+    /// The table of credential variables: each entry, and whether the default policy keeps it
+    /// (`None`) or withholds it, and why.
     #[test]
     fn credentials_are_recognised_by_name_and_by_value() {
         const GHP: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";

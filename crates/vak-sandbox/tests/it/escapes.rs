@@ -1,4 +1,4 @@
-//! One escape route of issue 22 per test module, each run in `read-only` and in
+//! One escape route per test module, each run in `read-only` and in
 //! `workspace-write`, judged from the host.
 
 use std::io::Read as _;

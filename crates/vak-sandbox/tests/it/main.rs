@@ -1,4 +1,4 @@
-//! The sandbox attacked from inside, and judged from the host (issue 22): each test runs the
+//! The sandbox attacked from inside, and judged from the host: each test runs the
 //! `vak-sandbox` helper as the tool does (a control socket on its standard input, the spec on
 //! its command line), in `read-only` and in `workspace-write`, has the command try one escape
 //! route, then checks on the host side that nothing got out.

@@ -1,4 +1,4 @@
-//! `full-access` containment (issue 22): no sandbox, but a PID namespace of the call's own, so
+//! `full-access` containment: no sandbox, but a PID namespace of the call's own, so
 //! that nothing outlives the tool; the limits apply there too (see `limits`).
 
 use serde_json::json;

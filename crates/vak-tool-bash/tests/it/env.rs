@@ -1,4 +1,4 @@
-//! The command's environment (issue 22): credentials withheld by name and by value and named
+//! The command's environment: credentials withheld by name and by value and named
 //! (never shown) on a session's first call; `TERM` per kind of command; `[bash.env] set` over
 //! every default the tool sets. In the sandbox and out of it.
 

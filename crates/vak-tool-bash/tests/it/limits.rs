@@ -1,4 +1,4 @@
-//! `[bash] max_processes` and `[bash] max_memory` (issue 22): a fork bomb and a runaway
+//! `[bash] max_processes` and `[bash] max_memory`: a fork bomb and a runaway
 //! allocation are stopped and the result names the limit; a build-like workload under the
 //! default limits is not. Every mode (the limits apply in `full-access` too when it runs
 //! through the helper, as it does here). Open files: bounded for the command as a whole, and

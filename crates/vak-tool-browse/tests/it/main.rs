@@ -330,7 +330,7 @@ async fn failed_loads_are_errors_not_pages() {
     setup.assert_nothing_left();
 }
 
-/// Issue 29: the failure is told by the error page's structure or the browser's log, never by
+/// The failure is told by the error page's structure or the browser's log, never by
 /// words, so a real page about connection errors comes back as a page on every version.
 #[tokio::test]
 async fn a_page_that_talks_about_network_errors_is_a_page() {

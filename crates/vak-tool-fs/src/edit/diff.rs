@@ -321,8 +321,8 @@ mod tests {
         assert_eq!(apply(original, &diff).unwrap(), now);
     }
 
-    /// A delete before a kept line: `similar` 2 gave the delete a wrong position here (its
-    /// issue 78), which made the hunk header name the wrong lines.
+    /// A delete before a kept line: `similar` 2 gave the delete a wrong position here (a bug
+    /// of that version), which made the hunk header name the wrong lines.
     #[test]
     fn hunk_headers_count_the_lines_they_hold() {
         let (old, new) = ("c\nd\nb\na\nb\n\nd\na", "d\na\nd\nb\nx\nb\nx\nb\n");

@@ -310,7 +310,7 @@ fn the_schema_names_the_contract_parameters() {
     let schema = &spec.input_schema;
     let properties = schema["properties"].as_object().unwrap();
     let names: Vec<&str> = properties.keys().map(String::as_str).collect();
-    // The contract's parameters, and `cell` for notebooks (issue 18).
+    // The contract's parameters, and `cell` for notebooks.
     assert_eq!(names, ["cell", "edits", "expect_hash", "path"]);
     assert_eq!(schema["required"], json!(["path", "edits"]));
     for field in properties.values() {

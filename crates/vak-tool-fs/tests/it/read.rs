@@ -533,7 +533,7 @@ fn the_schema_says_what_the_contract_says() {
     vak_tool_fs::register(&mut registry, &FsSettings::default());
     let spec = registry.spec("read").unwrap();
     let properties = &spec.input_schema["properties"];
-    // The contract's parameters, and `pages` for PDF files (issue 18).
+    // The contract's parameters, and `pages` for PDF files.
     for field in ["path", "offset", "limit", "pages"] {
         assert!(properties[field]["description"].is_string(), "{field}");
     }

@@ -1,4 +1,4 @@
-//! Issue 22, route 8: `webfetch` must not reach a service of this machine bound to `0.0.0.0`
+//! The machine's own address: `webfetch` must not reach a service of this machine bound to `0.0.0.0`
 //! through the machine's own non-loopback address. When the machine has no such address, the
 //! rule is still exercised with an injected interface list.
 

@@ -1,4 +1,4 @@
-//! Issue 26: claims and the scheduler, through the binary: `vak-tools claims`, the rules in
+//! Claims and the scheduler, through the binary: `vak-tools claims`, the rules in
 //! `list --json`, and `mcp` ordering conflicting calls by arrival while others run at once.
 
 use std::io::{BufRead, BufReader, Write};

@@ -73,7 +73,7 @@ fn list_json_gives_each_schema_in_the_dialect_asked_for() {
             );
             if dialect.name() == "openai" {
                 // Chat Completions takes at most 1,024 characters: longer ones are fitted at
-                // sentence ends, keeping the first sentence (issue 23).
+                // sentence ends, keeping the first sentence.
                 assert!(description.chars().count() <= 1024, "{description}");
                 let first = whole.split(". ").next().unwrap();
                 assert!(description.starts_with(first), "{description}");

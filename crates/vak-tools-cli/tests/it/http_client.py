@@ -2,7 +2,7 @@
 
 Ten sessions start at once. Each first runs `echo session-N` (its result is `c1` in that
 session's ledger), then 10 `bash` calls at once: 100 calls in all. The calls of one session
-write the same workspace, so they run one after another (claims, issue 26): the server's limit is
+write the same workspace, so they run one after another (their claims conflict): the server's limit is
 reached across sessions. Each call takes a slot (a
 folder under `slots/`), notes how many slots it saw, and waits for a `release` file. The script
 waits until the server's limit of calls is reached, checks that no more have started a second

@@ -59,7 +59,7 @@ fn sigkill_of_the_binary_leaves_no_process() {
     sigkill_leaves_no_process(workspace.path(), "kill", "sandbox");
 }
 
-/// Issue 22: `full-access` is not sandboxed, but its processes still live in a PID namespace
+/// `full-access` is not sandboxed, but its processes still live in a PID namespace
 /// whose init dies with the tool: SIGKILL of the binary leaves none, not even a `setsid` one.
 #[test]
 fn sigkill_of_the_binary_leaves_no_process_in_full_access() {
@@ -161,7 +161,7 @@ fn doctor_says_what_the_machine_supports() {
     assert!(text.contains("bash: sandboxed"), "{text}");
 }
 
-/// Issue 29: `doctor` names the browser `browse` would run and the version it prints.
+/// `doctor` names the browser `browse` would run and the version it prints.
 #[test]
 fn doctor_names_the_browser_and_its_version() {
     let workspace = tempfile::tempdir().unwrap();
@@ -292,7 +292,7 @@ fn doctor_names_the_withheld_variables_never_their_values() {
 
 #[test]
 fn a_descriptor_the_caller_left_open_does_not_reach_the_command() {
-    // The attack of issue 22, route 1, through the binary: `vak-tools call bash … 7>>log`.
+    // A descriptor inherited from the caller, through the binary: `vak-tools call bash … 7>>log`.
     for mode in ["read-only", "workspace-write"] {
         let workspace = workspace(&format!("[permissions]\nmode = \"{mode}\"\n"));
         let outside = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Every result reaches the official Python SDK with its default settings (issue 27): a `read`
+//! Every result reaches the official Python SDK with its default settings: a `read`
 //! of an image with 4 MiB of base64 and a long `bash` output, over Streamable HTTP (where the
 //! SDK refuses any server-sent event over 1 MiB: the server answers with plain JSON when
 //! nothing streams before the reply) and over stdio.

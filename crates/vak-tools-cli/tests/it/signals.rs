@@ -1,6 +1,6 @@
 //! SIGTERM and SIGHUP end `vak-tools mcp`, on stdio (its client still connected, standard input
 //! open) and over HTTP, within the kill grace: running calls are cancelled, their process trees
-//! killed (even a tree that ignores SIGTERM), and the process exits 0 (issue 22).
+//! killed (even a tree that ignores SIGTERM), and the process exits 0.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Child;

@@ -1,4 +1,4 @@
-//! Issue 26 through the facade: the claims of the real tools and the scheduler a runtime uses to
+//! Claims through the facade: the claims of the real tools and the scheduler a runtime uses to
 //! fan out a model's parallel calls.
 
 use std::path::Path;

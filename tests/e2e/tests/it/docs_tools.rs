@@ -1,4 +1,4 @@
-//! The docs name every tool (issue 23): README's tools table and docs/tools.md list every tool
+//! The docs name every tool: README's tools table and docs/tools.md list every tool
 //! of the full registry, and each row of README's feature table names exactly the tools that
 //! feature compiles in (each tool crate's `register`, as the facade calls it).
 

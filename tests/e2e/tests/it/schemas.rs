@@ -1,4 +1,4 @@
-//! What a model reads about every tool is written for it (issue 23): no Rust documentation
+//! What a model reads about every tool is written for it: no Rust documentation
 //! (intra-doc links, "its fields are private") in any description of any schema, and in the
 //! OpenAI dialect every description within the 1,024 characters that API takes, with every
 //! limit the full description states still there (in the description or the parameters').
