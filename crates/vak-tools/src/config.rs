@@ -7,6 +7,14 @@ use vak_tool_core::{ContextError, PermissionMode, ToolContext};
 
 /// The whole configuration. Every section and key is optional; unknown keys are refused.
 ///
+/// Additive across Cargo features: a feature adds the public field of its section and never
+/// changes the type of one, so enabling a feature anywhere in a build's graph breaks no caller.
+/// Each public field is its crate's settings struct, present when that crate is compiled in;
+/// `[net]` is `Config::net` (`NetSettings`) with `net` only, and its guard's part, which
+/// `bash`'s proxy judges by too, is `Config::guard()` in every build with the guard. Every
+/// section is parsed in every build; one whose tool is not compiled in is kept private and
+/// only its use is dropped.
+///
 /// Each crate owns its section: `[fs]` is [`FsSettings`](vak_tool_fs::FsSettings), `[bash]`
 /// is `BashSettings`, `[net]` `NetSettings`, `[browse]` `BrowseSettings`, `[commitment]`
 /// `CommitmentSettings`, `[mcp]` vak-mcp's `McpSettings`; the facade only parses the file and
@@ -88,12 +96,13 @@ pub struct Config {
     /// ([`Config::guard`]): `webfetch`, `browse`, and the guarded proxy of `bash`'s sandbox.
     #[cfg(feature = "net")]
     pub net: vak_tool_net::NetSettings,
-    /// `[net]` in a build with `bash` but without `net`: the guard's settings (`allow`), which
-    /// `bash`'s proxy judges by. `webfetch`'s keys (`body_bytes`, `deadline_ms`) are checked as
-    /// in a build with `net`, then ignored.
+    // `[net]` in a build with `bash` but without `net`: the guard's settings (`allow`), which
+    // `bash`'s proxy judges by, read through `Config::guard`. `webfetch`'s keys (`body_bytes`,
+    // `deadline_ms`) are checked as in a build with `net`, then ignored. Private, so that the
+    // public `net` field has one type in every build that has it.
     #[cfg(all(feature = "bash", not(feature = "net")))]
     #[serde(deserialize_with = "guard_of_net_section")]
-    pub net: vak_guard::GuardSettings,
+    net: vak_guard::GuardSettings,
     #[cfg(not(any(feature = "net", feature = "bash")))]
     #[serde(skip_serializing)]
     net: Uncompiled,
