@@ -138,8 +138,13 @@ pub(crate) const LAYERS: &[Layer] = &[
         why: "pure text windowing",
     },
     Layer {
+        krate: "vak-dialect",
+        may_use: Some(&[]),
+        why: "each model API's schema dialect and its rules, on JSON values alone",
+    },
+    Layer {
         krate: "vak-tool-core",
-        may_use: Some(&["vak-human"]),
+        may_use: Some(&["vak-human", "vak-dialect"]),
         why: "the contract; it knows no tool: no tool's limit, setting or name appears in it",
     },
     Layer {

@@ -69,7 +69,8 @@
 mod args;
 mod claims;
 mod context;
-mod dialect;
+#[cfg(test)]
+mod dialect_checks;
 pub mod magic;
 mod observer;
 mod output;
@@ -85,9 +86,6 @@ mod writer;
 pub use args::parse_args;
 pub use claims::{Access, Claims, PathClaim, StateClaim};
 pub use context::{ContextError, PathPolicy, ToolContext};
-pub use dialect::{
-    Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, stated_numbers, to_dialect, violations,
-};
 pub use observer::ChangeObserver;
 pub use output::{Content, ToolOutput};
 pub use path::PathError;
@@ -97,6 +95,12 @@ pub use schedule::{Admission, CancelledWhileWaiting, Scheduler};
 pub use session::Session;
 pub use spec::{Capability, PermissionMode, Posture, ToolSpec, output_schema_of, posture};
 pub use tool::{BoxFuture, DynTool, Tool, ToolError};
+/// The schema dialects of the model APIs (the `vak-dialect` crate): [`Dialect`],
+/// [`to_dialect`], [`violations`], [`fit_description`].
+pub use vak_dialect as dialect;
+pub use vak_dialect::{
+    Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, stated_numbers, to_dialect, violations,
+};
 pub use writer::{FileEdit, FileWriter};
 
 /// Re-exported so tools and embedders name the same token type.
