@@ -65,13 +65,12 @@ impl Registry {
     /// Adds a tool: any [`Tool`](crate::Tool), or a hand-written [`DynTool`]. A name already
     /// present is refused: the first tool of that name stays, the new one is dropped and a
     /// `tracing` error names it. Use [`Registry::try_register`] to get the refusal as a value.
+    ///
+    /// Two ways to register, no more: this one chains, for a crate's `register` function whose
+    /// tools' names are fixed (a duplicate there is a bug the log names); `try_register` hands
+    /// the refusal back, for a runtime that adds tools it did not write.
     pub fn register(&mut self, tool: impl DynTool + 'static) -> &mut Self {
-        self.register_arc(Arc::new(tool))
-    }
-
-    /// Adds a shared tool; a name already present is refused as by [`Registry::register`].
-    pub fn register_arc(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
-        if let Err(refused) = self.try_register_arc(tool) {
+        if let Err(refused) = self.insert(Arc::new(tool)) {
             tracing::error!(tool = %refused.name, "{refused}");
         }
         self
@@ -101,11 +100,11 @@ impl Registry {
         &mut self,
         tool: impl DynTool + 'static,
     ) -> Result<&mut Self, DuplicateTool> {
-        self.try_register_arc(Arc::new(tool))
+        self.insert(Arc::new(tool))
     }
 
-    /// Adds a shared tool, or refuses it as [`Registry::try_register`] does.
-    pub fn try_register_arc(&mut self, tool: Arc<dyn DynTool>) -> Result<&mut Self, DuplicateTool> {
+    /// The one place a tool enters the registry.
+    fn insert(&mut self, tool: Arc<dyn DynTool>) -> Result<&mut Self, DuplicateTool> {
         let spec = Arc::new(tool.spec());
         match self.tools.entry(spec.name.clone()) {
             std::collections::btree_map::Entry::Occupied(_) => Err(DuplicateTool {
