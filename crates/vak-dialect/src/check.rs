@@ -7,8 +7,9 @@ use crate::rules::{Rules, is_object_schema, types_of};
 
 /// What a model API's published rules say of a schema: each way it breaks them, as a sentence
 /// naming the place (`properties.edits.items`). Empty when the API accepts it. The rules are
-/// written from each API's documentation as data here, independently of [`to_dialect`], so a
-/// runtime can also check a third-party tool's schema before it sends it.
+/// each API's table, written from its documentation; [`to_dialect`](crate::to_dialect) keeps
+/// what the same table accepts. A runtime can also check a third-party tool's schema with it
+/// before it sends it.
 pub fn violations(schema: &Value, dialect: Dialect) -> Vec<String> {
     let mut found = Vec::new();
     let rules = dialect.rules();
