@@ -101,7 +101,7 @@ pub use vak_dialect as dialect;
 pub use vak_dialect::{
     Dialect, OPENAI_DESCRIPTION_CHARS, fit_description, stated_numbers, to_dialect, violations,
 };
-pub use writer::{FileEdit, FileWriter};
+pub use writer::{FileEdit, FileWriter, WriteRefused};
 
 /// Re-exported so tools and embedders name the same token type.
 pub use tokio_util::sync::CancellationToken;

@@ -691,7 +691,7 @@ mod tests {
             &'a self,
             edits: Vec<crate::FileEdit>,
             _ctx: &'a ToolContext,
-        ) -> BoxFuture<'a, Result<String, String>> {
+        ) -> BoxFuture<'a, Result<String, crate::WriteRefused>> {
             Box::pin(async move { Ok(format!("{}: {}", self.0, edits.len())) })
         }
     }
@@ -722,7 +722,7 @@ mod tests {
             let said = writer
                 .write(vec![edit], ctx)
                 .await
-                .map_err(ToolError::new)?;
+                .map_err(ToolError::from)?;
             Ok(ToolOutput::text(said))
         }
     }

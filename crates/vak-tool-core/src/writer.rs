@@ -13,6 +13,31 @@ use std::path::PathBuf;
 
 use crate::{BoxFuture, ToolContext};
 
+/// Why a [`FileWriter`] wrote nothing: a sentence for the model, saying which file and what to
+/// do instead (`src/a.rs changed since the server's edit was worked out; nothing was written`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct WriteRefused {
+    /// What went wrong, for the model.
+    pub message: String,
+}
+
+impl WriteRefused {
+    /// A refusal that says `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for WriteRefused {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
 /// One file's new content, and the content it was worked out from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileEdit {
@@ -34,7 +59,7 @@ pub struct FileEdit {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use vak_tool_core::{BoxFuture, FileEdit, FileWriter, ToolContext};
+/// use vak_tool_core::{BoxFuture, FileEdit, FileWriter, ToolContext, WriteRefused};
 ///
 /// /// Writes each file in turn (not all or nothing: a sketch).
 /// struct Plain;
@@ -44,7 +69,7 @@ pub struct FileEdit {
 ///         &'a self,
 ///         edits: Vec<FileEdit>,
 ///         _ctx: &'a ToolContext,
-///     ) -> BoxFuture<'a, Result<String, String>> {
+///     ) -> BoxFuture<'a, Result<String, WriteRefused>> {
 ///         Box::pin(async move {
 ///             for edit in &edits {
 ///                 std::fs::write(&edit.path, &edit.after).map_err(|e| e.to_string())?;
@@ -68,5 +93,5 @@ pub trait FileWriter: Send + Sync + 'static {
         &'a self,
         edits: Vec<FileEdit>,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, WriteRefused>>;
 }

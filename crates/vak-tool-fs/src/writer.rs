@@ -45,16 +45,16 @@ impl FileWriter for TransactionWriter {
         &'a self,
         edits: Vec<FileEdit>,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, vak_tool_core::WriteRefused>> {
         Box::pin(async move {
             crate::recovering::recover_once(ctx).await;
             let work_ctx = ctx.clone();
             match tokio::task::spawn_blocking(move || write_all(edits, &work_ctx)).await {
-                Ok(result) => result,
-                Err(error) => Err(format!(
+                Ok(result) => result.map_err(vak_tool_core::WriteRefused::from),
+                Err(error) => Err(vak_tool_core::WriteRefused::new(format!(
                     "the write stopped with an internal error ({error}); check the files with \
                      `read`. This is a bug in vak-tools."
-                )),
+                ))),
             }
         })
     }
@@ -202,7 +202,11 @@ mod tests {
             edit(&ctx, "a.py", "a = 1\n", "c = 1\n"),
             edit(&ctx, "b.py", "b = 2\n", "c = 2\n"),
         ];
-        let why = TransactionWriter.write(edits, &ctx).await.unwrap_err();
+        let why = TransactionWriter
+            .write(edits, &ctx)
+            .await
+            .unwrap_err()
+            .message;
         assert!(
             why.contains("`b.py` changed") && why.contains("nothing was written"),
             "{why}"
@@ -228,7 +232,11 @@ mod tests {
                 after: b"b = 1\n".to_vec(),
             },
         ];
-        let why = TransactionWriter.write(edits, &ctx).await.unwrap_err();
+        let why = TransactionWriter
+            .write(edits, &ctx)
+            .await
+            .unwrap_err()
+            .message;
         assert!(why.contains("nothing was written"), "{why}");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("a.py")).unwrap(),

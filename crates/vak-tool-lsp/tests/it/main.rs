@@ -919,11 +919,11 @@ impl vak_tool_core::FileWriter for CheckedWriter {
         &'a self,
         edits: Vec<vak_tool_core::FileEdit>,
         ctx: &'a ToolContext,
-    ) -> vak_tool_core::BoxFuture<'a, Result<String, String>> {
+    ) -> vak_tool_core::BoxFuture<'a, Result<String, vak_tool_core::WriteRefused>> {
         Box::pin(async move {
             for edit in &edits {
                 if std::fs::read(&edit.path).map_err(|e| e.to_string())? != edit.before {
-                    return Err(format!("{} changed", ctx.display_path(&edit.path)));
+                    return Err(format!("{} changed", ctx.display_path(&edit.path)).into());
                 }
             }
             let mut names = Vec::new();
