@@ -46,6 +46,11 @@ pub(crate) fn run(root: &Path) -> Result<(), Vec<String>> {
     problems.extend(over_budget(root));
     problems.extend(crate::rules::check(root));
     problems.extend(tracker_numbers(root));
+    let config = root.join("crates/vak-tools/src/config.rs");
+    match std::fs::read_to_string(&config) {
+        Ok(text) => problems.extend(config_field_types(&text)),
+        Err(error) => problems.push(format!("{}: {error}", config.display())),
+    }
     if problems.is_empty() {
         Ok(())
     } else {
@@ -320,6 +325,39 @@ fn check_manifest(krate: &Crate, problems: &mut Vec<String>) {
     }
 }
 
+/// The facade's `Config` stays additive across Cargo features: a public field has one type in
+/// every build that has it (a field whose type changed with a feature broke a caller when
+/// another crate of the graph enabled that feature). A problem per public field declared with
+/// two types (under different `#[cfg]`s) in `struct Config`.
+fn config_field_types(text: &str) -> Vec<String> {
+    let Some(start) = text.find("pub struct Config {") else {
+        return vec!["crates/vak-tools/src/config.rs: no `pub struct Config`".to_owned()];
+    };
+    let body = &text[start..];
+    let body = &body[..body.find("\n}").unwrap_or(body.len())];
+    let mut types: Vec<(&str, &str)> = Vec::new();
+    let mut problems = Vec::new();
+    for line in body.lines().skip(1) {
+        let Some(field) = line.trim().strip_prefix("pub ") else {
+            continue;
+        };
+        let Some((name, ty)) = field.split_once(':') else {
+            continue;
+        };
+        let ty = ty.trim().trim_end_matches(',');
+        match types.iter().find(|(known, _)| *known == name) {
+            Some((_, first)) if *first != ty => problems.push(format!(
+                "crates/vak-tools/src/config.rs: `Config::{name}` is `{first}` in one build and \
+                 `{ty}` in another: give a public field one type under every feature set (keep \
+                 the other build's value in a private field)"
+            )),
+            Some(_) => {}
+            None => types.push((name, ty)),
+        }
+    }
+    problems
+}
+
 /// The files whose prose may cite a tracker: sources, manifests, docs and scripts, outside
 /// `target/`, hidden folders and test fixtures (which hold third-party text).
 fn prose_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -592,6 +630,18 @@ mod tests {
                 .unwrap_or_default();
             assert_eq!(found, *expected, "{line}");
         }
+    }
+
+    #[test]
+    fn a_config_field_whose_type_changes_with_a_feature_is_refused() {
+        let changing = "pub struct Config {\n    #[cfg(feature = \"net\")]\n    pub net: \
+                        vak_tool_net::NetSettings,\n    #[cfg(not(feature = \"net\"))]\n    \
+                        pub net: vak_guard::GuardSettings,\n    pub fs: Fs,\n}\n";
+        let problems = config_field_types(changing);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].contains("Config::net"), "{problems:#?}");
+        let private = changing.replace("pub net: vak_guard", "net: vak_guard");
+        assert_eq!(config_field_types(&private), Vec::<String>::new());
     }
 
     #[test]
