@@ -414,8 +414,9 @@ pub(crate) fn foreign_image(start: &[u8]) -> Option<ForeignImage> {
     };
     // ISO base media (HEIF, AVIF): an `ftyp` box first, whose brands name the format.
     if start.get(4..8) == Some(b"ftyp") {
-        let end = (be32(0)? as usize).clamp(16, start.len());
-        let brands: Vec<&[u8]> = start[8..end].chunks_exact(4).collect();
+        // `clamp(16, len)` would panic on a file shorter than 16 bytes.
+        let end = (be32(0)? as usize).max(16).min(start.len());
+        let brands: Vec<&[u8]> = start.get(8..end)?.chunks_exact(4).collect();
         let has = |names: &[&[u8]]| brands.iter().any(|brand| names.contains(brand));
         let size = heif_size(start);
         if has(&[b"avif", b"avis"]) {
@@ -634,6 +635,17 @@ pub(crate) fn special_kind(file_type: std::fs::FileType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    /// A file of 8 to 15 bytes with an `ftyp` box is no image, and no panic (the brand list
+    /// was cut at 16 bytes whatever the file's length).
+    #[test]
+    fn a_short_ftyp_file_is_no_image_and_no_panic() {
+        for len in 8..16 {
+            let mut start = b"\0\0\0\x0cftypavif1234".to_vec();
+            start.truncate(len);
+            let _ = foreign_image(&start);
+        }
+    }
+
     use super::*;
 
     #[test]
