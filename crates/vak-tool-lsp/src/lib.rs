@@ -327,6 +327,10 @@ impl Tool for Code {
         settings.enabled && (settings.defaults || settings.servers.values().any(|s| s.enabled))
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<navigate::CodeData>())
+    }
+
     fn claims(&self, _args: &CodeArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         // The answer reads the project as it is: ordered after every change in the workspace.
         vak_tool_core::Claims::none().read_tree(ctx.workspace())
@@ -345,7 +349,10 @@ impl Tool for Code {
         };
         let since = self.0.since(ctx);
         answer
-            .map(|text| ToolOutput::text(join(since, Some(text)).unwrap_or_default()))
+            .map(|(text, data)| {
+                ToolOutput::text(join(since, Some(text)).unwrap_or_default())
+                    .with_structured(serde_json::to_value(data).unwrap_or_default())
+            })
             .map_err(ToolError::new)
     }
 }

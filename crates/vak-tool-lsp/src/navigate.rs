@@ -188,6 +188,56 @@ fn clip(line: &str) -> String {
     }
 }
 
+/// What the text shows after a location, and the same as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Note {
+    /// The text after the line's text (`  (in `caller`)`).
+    suffix: String,
+    name: Option<String>,
+    kind: Option<&'static str>,
+    container: Option<String>,
+    depth: Option<usize>,
+    called_on: Option<Vec<u64>>,
+}
+
+/// The data of a successful `code` call (MCP's `structuredContent`), beside the same text.
+#[derive(Debug, Default, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct CodeData {
+    /// The op that was asked.
+    op: &'static str,
+    /// The language server that answered.
+    server: String,
+    /// The locations the text lists, in its order (at most the shown ones).
+    locations: Vec<LocationData>,
+    /// How many locations the server's answer held, shown or left out.
+    total: usize,
+    /// The hover text, for `hover`.
+    hover: Option<String>,
+}
+
+/// One location of a `code` answer.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+struct LocationData {
+    /// The file, relative to the workspace where inside it.
+    path: String,
+    /// 1-based line.
+    line: u32,
+    /// 1-based column, in characters.
+    column: usize,
+    /// The line's text (trimmed, cut when long), when the file could be read.
+    text: Option<String>,
+    /// The symbol's name (symbols, calls).
+    name: Option<String>,
+    /// The symbol's kind (`function`, `class`, ...), for symbols.
+    kind: Option<&'static str>,
+    /// The symbol that holds it, when the server names one.
+    container: Option<String>,
+    /// How deep in the file's outline, for `document_symbols` (0 at the top).
+    depth: Option<usize>,
+    /// For `outgoing_calls`: the 1-based lines on which the callee is called.
+    called_on: Option<Vec<u64>>,
+}
+
 /// A location the server named.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Loc {
@@ -261,17 +311,29 @@ impl<'a> Lines<'a> {
         lines.as_ref()?.get(line as usize).map(String::as_str)
     }
 
-    /// `path:line:col` (1-based, the column in characters) and the line's text after it.
-    fn render(&mut self, loc: &Loc, suffix: &str) -> String {
+    /// `path:line:col` (1-based, the column in characters) and the line's text after it,
+    /// and the same as data.
+    fn render(&mut self, loc: &Loc, note: &Note) -> (String, LocationData) {
         let display = self.ctx.display_path(&loc.path);
         let (column, text) = match self.line(&loc.path, loc.line) {
-            Some(text) => (utf16_to_column(text, loc.utf16), format!(" {}", clip(text))),
-            None => (loc.utf16 as usize + 1, String::new()),
+            Some(text) => (utf16_to_column(text, loc.utf16), Some(clip(text))),
+            None => (loc.utf16 as usize + 1, None),
         };
-        format!(
-            "{display}:{}:{column}:{text}{suffix}",
-            loc.line.saturating_add(1)
-        )
+        let line = loc.line.saturating_add(1);
+        let shown = text.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
+        let rendered = format!("{display}:{line}:{column}:{shown}{}", note.suffix);
+        let data = LocationData {
+            path: display,
+            line,
+            column,
+            text,
+            name: note.name.clone(),
+            kind: note.kind,
+            container: note.container.clone(),
+            depth: note.depth,
+            called_on: note.called_on.clone(),
+        };
+        (rendered, data)
     }
 }
 
@@ -289,16 +351,22 @@ fn utf16_to_column(line: &str, utf16: u32) -> usize {
 
 /// Locations grouped by file (files sorted, lines in order), at most [`MAX_SHOWN`]; returns
 /// the lines and how many were left out.
-fn grouped(mut locs: Vec<(Loc, String)>, lines: &mut Lines<'_>, out: &mut Vec<String>) -> usize {
+fn grouped(
+    mut locs: Vec<(Loc, Note)>,
+    lines: &mut Lines<'_>,
+    out: &mut Vec<String>,
+    data: &mut CodeData,
+) -> usize {
     locs.sort();
     locs.dedup();
+    data.total = locs.len();
     let left_out = locs.len().saturating_sub(MAX_SHOWN);
-    let mut by_file: BTreeMap<PathBuf, Vec<(Loc, String)>> = BTreeMap::new();
-    for (loc, suffix) in locs.into_iter().take(MAX_SHOWN) {
+    let mut by_file: BTreeMap<PathBuf, Vec<(Loc, Note)>> = BTreeMap::new();
+    for (loc, note) in locs.into_iter().take(MAX_SHOWN) {
         by_file
             .entry(loc.path.clone())
             .or_default()
-            .push((loc, suffix));
+            .push((loc, note));
     }
     for (path, locs) in by_file {
         out.push(String::new());
@@ -307,14 +375,16 @@ fn grouped(mut locs: Vec<(Loc, String)>, lines: &mut Lines<'_>, out: &mut Vec<St
             lines.ctx.display_path(&path),
             vak_tool_core::human::count(locs.len() as u64, "location", "locations")
         ));
-        for (loc, suffix) in locs {
-            out.push(lines.render(&loc, &suffix));
+        for (loc, note) in locs {
+            let (rendered, location) = lines.render(&loc, &note);
+            out.push(rendered);
+            data.locations.push(location);
         }
     }
     left_out
 }
 
-fn files(locs: &[(Loc, String)]) -> usize {
+fn files(locs: &[(Loc, Note)]) -> usize {
     let mut paths: Vec<&Path> = locs.iter().map(|(l, _)| l.path.as_path()).collect();
     paths.sort();
     paths.dedup();
@@ -382,8 +452,27 @@ fn hover_text(contents: &Value) -> String {
 }
 
 impl Lsp {
-    /// Runs `code`: the text of its result, or why it could not (an error result).
-    pub(crate) async fn code(&self, args: &CodeArgs, ctx: &ToolContext) -> Result<String, String> {
+    /// Runs `code`: the text of its result and the same as data, or why it could not (an
+    /// error result).
+    pub(crate) async fn code(
+        &self,
+        args: &CodeArgs,
+        ctx: &ToolContext,
+    ) -> Result<(String, CodeData), String> {
+        let mut data = CodeData {
+            op: args.op.name(),
+            ..CodeData::default()
+        };
+        let text = self.code_into(args, ctx, &mut data).await?;
+        Ok((text, data))
+    }
+
+    async fn code_into(
+        &self,
+        args: &CodeArgs,
+        ctx: &ToolContext,
+        data: &mut CodeData,
+    ) -> Result<String, String> {
         let op = args.op;
         if args.line == Some(0) {
             return Err(
@@ -435,6 +524,7 @@ impl Lsp {
         let wait = self.settings.start_timeout_ms.max(self.settings.wait_ms);
         let deadline = Instant::now() + Duration::from_millis(wait);
         let (running, server) = self.ready_for(&path, ctx, deadline).await?;
+        data.server.clone_from(&server);
         let client = &running.client;
         let uri = uri::of(&path);
         let document = json!({"uri": uri});
@@ -481,9 +571,9 @@ impl Lsp {
                     _ => "textDocument/implementation",
                 };
                 let answer = ask(method, position.unwrap_or_default()).await?;
-                let locs: Vec<(Loc, String)> = locations(&answer)
+                let locs: Vec<(Loc, Note)> = locations(&answer)
                     .into_iter()
-                    .map(|l| (l, String::new()))
+                    .map(|l| (l, Note::default()))
                     .collect();
                 let what = op.name().replace('_', " ");
                 if locs.is_empty() {
@@ -496,23 +586,23 @@ impl Lsp {
                     "{what} of {at}: {} ({server})",
                     count(locs.len(), "location", "locations")
                 ));
-                let left = grouped(locs, &mut lines, &mut out);
+                let left = grouped(locs, &mut lines, &mut out, data);
                 left_out_line(left, &mut out);
             }
             Op::References => {
                 let mut params = position.unwrap_or_default();
                 params["context"] = json!({"includeDeclaration": true});
                 let answer = ask("textDocument/references", params).await?;
-                let locs: Vec<(Loc, String)> = locations(&answer)
+                let locs: Vec<(Loc, Note)> = locations(&answer)
                     .into_iter()
-                    .map(|l| (l, String::new()))
+                    .map(|l| (l, Note::default()))
                     .collect();
                 if locs.is_empty() {
                     return Ok(format!("No references to {at} ({server})."));
                 }
                 let total = locs.len();
                 let in_files = files(&locs);
-                let left = grouped(locs, &mut lines, &mut out);
+                let left = grouped(locs, &mut lines, &mut out, data);
                 out.insert(
                     0,
                     format!(
@@ -532,6 +622,7 @@ impl Lsp {
                     return Ok(format!("Nothing to show for {at} ({server})."));
                 }
                 out.push(format!("hover on {at} ({server}):"));
+                data.hover = Some(text.to_owned());
                 if text.chars().count() > MAX_HOVER_CHARS {
                     let cut: String = text.chars().take(MAX_HOVER_CHARS).collect();
                     out.push(format!("{cut}…"));
@@ -553,23 +644,39 @@ impl Lsp {
                     return Ok(format!("{display} has no symbols ({server})."));
                 }
                 let total = found.len();
+                data.total = total;
                 out.push(format!(
                     "symbols of {display}: {} ({server})",
                     count(total, "symbol", "symbols")
                 ));
-                for (loc, text) in found.iter().take(MAX_SHOWN) {
+                for (loc, note) in found.iter().take(MAX_SHOWN) {
                     let display = ctx.display_path(&loc.path);
-                    let column = match lines.line(&loc.path, loc.line) {
-                        Some(line) => utf16_to_column(line, loc.utf16),
-                        None => loc.utf16 as usize + 1,
+                    let (column, line_text) = match lines.line(&loc.path, loc.line) {
+                        Some(line) => (utf16_to_column(line, loc.utf16), Some(clip(line))),
+                        None => (loc.utf16 as usize + 1, None),
                     };
-                    out.push(format!("{display}:{}:{column}: {text}", loc.line + 1));
+                    out.push(format!(
+                        "{display}:{}:{column}: {}",
+                        loc.line + 1,
+                        note.suffix
+                    ));
+                    data.locations.push(LocationData {
+                        path: display,
+                        line: loc.line.saturating_add(1),
+                        column,
+                        text: line_text,
+                        name: note.name.clone(),
+                        kind: note.kind,
+                        container: note.container.clone(),
+                        depth: note.depth,
+                        called_on: None,
+                    });
                 }
                 left_out_line(total.saturating_sub(MAX_SHOWN), &mut out);
             }
             Op::WorkspaceSymbols => {
                 let answer = ask("workspace/symbol", json!({"query": query})).await?;
-                let locs: Vec<(Loc, String)> = answer
+                let locs: Vec<(Loc, Note)> = answer
                     .as_array()
                     .map(Vec::as_slice)
                     .unwrap_or_default()
@@ -587,11 +694,19 @@ impl Lsp {
                         let container = item
                             .get("containerName")
                             .and_then(Value::as_str)
-                            .filter(|c| !c.is_empty())
-                            .map(|c| format!(" in {c}"))
-                            .unwrap_or_default();
+                            .filter(|c| !c.is_empty());
                         let kind = kind(item.get("kind").and_then(Value::as_u64));
-                        Some((loc, format!("  ({kind} {name}{container})")))
+                        let shown = container.map(|c| format!(" in {c}")).unwrap_or_default();
+                        Some((
+                            loc,
+                            Note {
+                                suffix: format!("  ({kind} {name}{shown})"),
+                                name: Some(name.to_owned()),
+                                kind: Some(kind),
+                                container: container.map(str::to_owned),
+                                ..Note::default()
+                            },
+                        ))
                     })
                     .collect();
                 if locs.is_empty() {
@@ -602,7 +717,7 @@ impl Lsp {
                     count(locs.len(), "symbol", "symbols"),
                     count(files(&locs), "file", "files")
                 ));
-                let left = grouped(locs, &mut lines, &mut out);
+                let left = grouped(locs, &mut lines, &mut out, data);
                 left_out_line(left, &mut out);
             }
             Op::IncomingCalls | Op::OutgoingCalls => {
@@ -624,7 +739,7 @@ impl Lsp {
                 } else {
                     "callHierarchy/outgoingCalls"
                 };
-                let mut locs: Vec<(Loc, String)> = Vec::new();
+                let mut locs: Vec<(Loc, Note)> = Vec::new();
                 for item in items.iter().take(8) {
                     let answer = ask(method, json!({"item": item})).await?;
                     for call in answer.as_array().map(Vec::as_slice).unwrap_or_default() {
@@ -647,7 +762,12 @@ impl Lsp {
                             };
                             for range in &ranges {
                                 if let Some(loc) = loc_of(uri, range) {
-                                    locs.push((loc, format!("  (in `{name}`)")));
+                                    let note = Note {
+                                        suffix: format!("  (in `{name}`)"),
+                                        container: Some(name.to_owned()),
+                                        ..Note::default()
+                                    };
+                                    locs.push((loc, note));
                                 }
                             }
                         } else {
@@ -657,15 +777,20 @@ impl Lsp {
                             }) else {
                                 continue;
                             };
-                            let at: Vec<String> = ranges
+                            let called_on: Vec<u64> = ranges
                                 .iter()
                                 .filter_map(|r| r.pointer("/start/line")?.as_u64())
-                                .map(|l| (l + 1).to_string())
+                                .map(|l| l + 1)
                                 .collect();
-                            locs.push((
-                                loc,
-                                format!("  (`{name}`, called on line {})", at.join(", ")),
-                            ));
+                            let at: Vec<String> =
+                                called_on.iter().map(ToString::to_string).collect();
+                            let note = Note {
+                                suffix: format!("  (`{name}`, called on line {})", at.join(", ")),
+                                name: Some(name.to_owned()),
+                                called_on: Some(called_on),
+                                ..Note::default()
+                            };
+                            locs.push((loc, note));
                         }
                     }
                 }
@@ -682,7 +807,7 @@ impl Lsp {
                     count(locs.len(), "location", "locations"),
                     count(files(&locs), "file", "files")
                 ));
-                let left = grouped(locs, &mut lines, &mut out);
+                let left = grouped(locs, &mut lines, &mut out, data);
                 left_out_line(left, &mut out);
             }
         }
@@ -701,8 +826,8 @@ fn left_out_line(left: usize, out: &mut Vec<String>) {
 
 /// Flattens a `DocumentSymbol[]` (nested, indented by depth) or `SymbolInformation[]`
 /// answer into (location, `kind name`) in the file's order.
-fn outline(items: &[Value], path: &Path, depth: usize, out: &mut Vec<(Loc, String)>) {
-    let mut here: Vec<(Loc, String, Option<&Vec<Value>>)> = Vec::new();
+fn outline(items: &[Value], path: &Path, depth: usize, out: &mut Vec<(Loc, Note)>) {
+    let mut here: Vec<(Loc, Note, Option<&Vec<Value>>)> = Vec::new();
     for item in items {
         let Some(name) = item.get("name").and_then(Value::as_str) else {
             continue;
@@ -725,19 +850,22 @@ fn outline(items: &[Value], path: &Path, depth: usize, out: &mut Vec<(Loc, Strin
         let container = item
             .get("containerName")
             .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(|c| format!(" (in {c})"))
-            .unwrap_or_default();
+            .filter(|c| !c.is_empty());
+        let shown = container.map(|c| format!(" (in {c})")).unwrap_or_default();
         let indent = "  ".repeat(depth.min(8));
-        here.push((
-            loc,
-            format!("{indent}{kind} {name}{container}"),
-            item.get("children").and_then(Value::as_array),
-        ));
+        let note = Note {
+            suffix: format!("{indent}{kind} {name}{shown}"),
+            name: Some(name.to_owned()),
+            kind: Some(kind),
+            container: container.map(str::to_owned),
+            depth: Some(depth),
+            called_on: None,
+        };
+        here.push((loc, note, item.get("children").and_then(Value::as_array)));
     }
     here.sort_by(|a, b| a.0.cmp(&b.0));
-    for (loc, text, children) in here {
-        out.push((loc, text));
+    for (loc, note, children) in here {
+        out.push((loc, note));
         if let Some(children) = children
             && out.len() < MAX_SHOWN * 4
         {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use vak_tool_core::{Access, Capability, Claims, Tool, ToolContext, ToolError, ToolOutput, human};
 
 use super::store::{Change, Record, State, Store};
@@ -131,6 +131,10 @@ impl Tool for ChangesTool {
         vec![Capability::ReadFs]
     }
 
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(vak_tool_core::output_schema_of::<ChangesData>())
+    }
+
     fn claims(&self, _args: &ChangesArgs, _ctx: &ToolContext) -> Claims {
         Claims::none().state(RECORDS, Access::Read)
     }
@@ -141,14 +145,154 @@ impl Tool for ChangesTool {
 
     async fn run(&self, args: ChangesArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let store = Store::new(ctx.workspace());
-        let text = tokio::task::spawn_blocking(move || match args.call_id {
+        let (text, data) = tokio::task::spawn_blocking(move || match args.call_id {
             Some(id) => diff_of(&store, &id),
-            None => Ok(list(&store, false)),
+            None => Ok((list(&store, false), ChangesData::of(&store, None))),
         })
         .await
         .map_err(|error| ToolError::new(format!("`changes` failed inside vak-tools ({error})")))?
         .map_err(ToolError::new)?;
-        Ok(ToolOutput::text(text))
+        Ok(ToolOutput::text(text).with_structured(data))
+    }
+}
+
+/// The data of a successful `changes` call (MCP's `structuredContent`), beside the same text.
+#[derive(Serialize, JsonSchema)]
+struct ChangesData {
+    /// The calls the text lists, newest first: every recorded call, or the one `call_id` named.
+    calls: Vec<CallData>,
+    /// How many older records were dropped to keep the store within `[undo] max_bytes`.
+    dropped: u64,
+    /// The ids of the last records dropped (they cannot be undone).
+    dropped_ids: Vec<String>,
+}
+
+/// One recorded call.
+#[derive(Serialize, JsonSchema)]
+struct CallData {
+    /// The id its result carried (`c12`): what `undo`, `redo` and `changes` take.
+    call_id: String,
+    /// The tool that made the change.
+    tool: String,
+    /// When, in seconds since the Unix epoch.
+    at: u64,
+    /// Whether an `undo` put it back (and no `redo` since).
+    undone: bool,
+    /// Why it cannot be undone (its pre-images were not kept), when it cannot.
+    not_kept: Option<String>,
+    /// The paths it changed.
+    paths: Vec<PathData>,
+}
+
+/// One path a call changed.
+#[derive(Serialize, JsonSchema)]
+struct PathData {
+    /// Relative to the workspace (absolute when outside it, under `full-access`).
+    path: String,
+    /// What happened to it, as the text says: `created`, `modified`, `deleted`, `mode of`,
+    /// `made folder` or `removed folder`.
+    change: String,
+    /// What was there before the call.
+    before: StateData,
+    /// What the call left there.
+    after: StateData,
+    /// Lines added, for a text change (null when binary or its content was not kept).
+    added: Option<u64>,
+    /// Lines removed, for a text change.
+    removed: Option<u64>,
+    /// Whether the content is binary or was not kept, so no diff can be shown.
+    binary: bool,
+    /// The whole diff of this path (with `call_id` only): unified diff, mode and link lines.
+    diff: Option<String>,
+}
+
+/// What a path was at one moment.
+#[derive(Serialize, JsonSchema)]
+struct StateData {
+    /// `absent`, `file`, `link` or `folder`.
+    kind: &'static str,
+    /// A file's size in bytes.
+    bytes: Option<u64>,
+    /// A file's permission bits, in octal as `ls` shows them (`644`).
+    mode: Option<String>,
+    /// Where a symbolic link points, as written in the link.
+    target: Option<String>,
+}
+
+impl StateData {
+    fn of(state: &State) -> Self {
+        let (kind, bytes, mode, target) = match state {
+            State::Absent => ("absent", None, None, None),
+            State::File { len, mode, .. } => ("file", Some(*len), Some(format!("{mode:o}")), None),
+            State::Symlink { target } => (
+                "link",
+                None,
+                None,
+                Some(target.to_string_lossy().into_owned()),
+            ),
+            State::Folder => ("folder", None, None, None),
+        };
+        Self {
+            kind,
+            bytes,
+            mode,
+            target,
+        }
+    }
+}
+
+impl ChangesData {
+    /// Every record newest first, or only `whole`, each of whose paths then carries its diff.
+    fn of(store: &Store, whole: Option<&Record>) -> serde_json::Value {
+        let records = store.records();
+        let calls = match whole {
+            Some(record) => vec![CallData::of(store, record, true)],
+            None => records
+                .iter()
+                .rev()
+                .map(|record| CallData::of(store, record, false))
+                .collect(),
+        };
+        let dropped = store.dropped();
+        serde_json::to_value(Self {
+            calls,
+            dropped: dropped.count,
+            dropped_ids: dropped.ids,
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl CallData {
+    fn of(store: &Store, record: &Record, diffs: bool) -> Self {
+        let paths = record
+            .changes
+            .iter()
+            .map(|change| {
+                let counts = line_counts(store, change);
+                let has_content =
+                    change.before.sha256().is_some() || change.after.sha256().is_some();
+                PathData {
+                    path: change.path.clone(),
+                    change: super::verb(&change.before, &change.after).to_owned(),
+                    before: StateData::of(&change.before),
+                    after: StateData::of(&change.after),
+                    added: counts.map(|(added, _)| added),
+                    removed: counts.map(|(_, removed)| removed),
+                    binary: has_content && counts.is_none(),
+                    diff: diffs
+                        .then(|| diff_text(store, change).trim_start_matches('\n').to_owned()),
+                }
+            })
+            .collect();
+        Self {
+            call_id: record.id.clone(),
+            tool: record.tool.clone(),
+            at: record.at,
+            undone: record.undone,
+            not_kept: record.not_kept.clone(),
+            paths,
+        }
     }
 }
 
@@ -227,9 +371,19 @@ fn stat(store: &Store, change: &Change) -> String {
     if change.before.sha256().is_none() && change.after.sha256().is_none() {
         return String::new();
     }
-    let Some((old, new)) = texts(store, change) else {
-        return " (binary, or content not kept)".to_owned();
-    };
+    match line_counts(store, change) {
+        Some((plus, minus)) => format!(" +{plus} -{minus}"),
+        None => " (binary, or content not kept)".to_owned(),
+    }
+}
+
+/// Lines added and removed by a change whose texts before and after are kept (a change of
+/// no content, a folder's or a link's, counts none); `None` when binary or not kept.
+fn line_counts(store: &Store, change: &Change) -> Option<(u64, u64)> {
+    if change.before.sha256().is_none() && change.after.sha256().is_none() {
+        return Some((0, 0));
+    }
+    let (old, new) = texts(store, change)?;
     let diff = unified(&old, &new, &change.path);
     let (mut plus, mut minus) = (0, 0);
     for line in diff.lines().skip(2) {
@@ -239,7 +393,7 @@ fn stat(store: &Store, change: &Change) -> String {
             minus += 1;
         }
     }
-    format!(" +{plus} -{minus}")
+    Some((plus, minus))
 }
 
 /// The unified diff of a whole file (the edit tool's, over one region: all of it).
@@ -292,8 +446,8 @@ fn diff_text(store: &Store, change: &Change) -> String {
     text
 }
 
-/// The whole diff of the call `id`.
-fn diff_of(store: &Store, id: &str) -> Result<String, String> {
+/// The whole diff of the call `id`, as text and as data.
+fn diff_of(store: &Store, id: &str) -> Result<(String, serde_json::Value), String> {
     let records = store.records();
     let Some(record) = records.iter().rev().find(|record| record.id == id) else {
         return Err(super::unknown(store, &records, id).replace(" Nothing was written.", ""));
@@ -302,7 +456,7 @@ fn diff_of(store: &Store, id: &str) -> Result<String, String> {
     for change in &record.changes {
         text.push_str(&diff_text(store, change));
     }
-    Ok(text)
+    Ok((text, ChangesData::of(store, Some(record))))
 }
 
 /// `undo`'s and `redo`'s arguments.

@@ -571,3 +571,104 @@ fn recorded_tools_claim_what_the_tools_claim() {
     let b = recorded.claims("write", &json!({"path": "b.txt", "content": "b"}), &ctx);
     assert!(!a.conflicts_with(&b));
 }
+
+/// `changes` declares an output schema, and every successful result carries data a real JSON
+/// Schema validator accepts against it, listing what the text lists; an error carries none.
+#[tokio::test]
+async fn changes_results_are_data_valid_against_the_output_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    seed_a(&root);
+    fs::write(root.join("gone.bin"), [0u8, 159, 146, 150, 0, 1]).unwrap();
+    let registry = registry(1 << 20);
+    let specs = registry.specs();
+    let schema = specs
+        .iter()
+        .find(|spec| spec.name == "changes")
+        .and_then(|spec| spec.output_schema.clone())
+        .expect("changes declares an output schema");
+    let at = |id: &str| ToolContext::new(&root).unwrap().with_call_id(id);
+    let data_of = |output: &vak_tool_core::ToolOutput| {
+        assert!(!output.is_error, "{}", output.text_content());
+        let data = output.structured.clone().expect("changes returns data");
+        vak_test_support::schema::assert_valid(&schema, &data);
+        data
+    };
+
+    let empty = data_of(&registry.call("changes", json!({}), &at("c0")).await);
+    assert_eq!(empty["calls"], json!([]), "{empty}");
+    assert_eq!(empty["dropped"], 0, "{empty}");
+
+    let calls = [
+        (
+            "c1",
+            "edit",
+            json!({"path": "a.txt", "edits": [{"old_text": "two\n", "new_text": "2\n2b\n"}]}),
+        ),
+        ("c2", "write", json!({"path": "b.txt", "content": "b\n"})),
+        (
+            "c3",
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Delete File: gone.bin\n*** End Patch\n"}),
+        ),
+    ];
+    for (id, tool, args) in calls {
+        let out = registry.call(tool, args, &at(id)).await;
+        assert!(!out.is_error, "{tool}: {}", out.text_content());
+    }
+
+    let list = data_of(&registry.call("changes", json!({}), &at("c4")).await);
+    let ids: Vec<&str> = list["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c3", "c2", "c1"], "newest first: {list}");
+    let edit = &list["calls"][2];
+    assert_eq!(edit["tool"], "edit", "{list}");
+    assert_eq!(edit["undone"], false, "{list}");
+    let path = &edit["paths"][0];
+    assert_eq!(path["path"], "a.txt", "{list}");
+    assert_eq!(path["change"], "modified", "{list}");
+    assert_eq!((&path["added"], &path["removed"]), (&json!(2), &json!(1)));
+    assert_eq!(path["diff"], json!(null), "no diff without call_id: {list}");
+    assert_eq!(path["before"]["kind"], "file", "{list}");
+    let created = &list["calls"][1]["paths"][0];
+    assert_eq!(created["change"], "created", "{list}");
+    assert_eq!(created["before"]["kind"], "absent", "{list}");
+    assert_eq!(created["after"]["bytes"], 2, "{list}");
+    let deleted = &list["calls"][0]["paths"][0];
+    assert_eq!(deleted["change"], "deleted", "{list}");
+    assert_eq!(deleted["binary"], true, "{list}");
+    assert_eq!(deleted["added"], json!(null), "{list}");
+
+    let whole = data_of(
+        &registry
+            .call("changes", json!({"call_id": "c1"}), &at("c5"))
+            .await,
+    );
+    assert_eq!(whole["calls"].as_array().unwrap().len(), 1, "{whole}");
+    let diff = whole["calls"][0]["paths"][0]["diff"].as_str().unwrap();
+    assert!(diff.starts_with("--- a/a.txt\n+++ b/a.txt\n"), "{diff}");
+    assert!(diff.contains("-two\n+2\n+2b"), "{diff}");
+
+    let out = registry
+        .call("undo", json!({"call_id": "c2"}), &at("c6"))
+        .await;
+    assert!(!out.is_error, "{}", out.text_content());
+    let after = data_of(&registry.call("changes", json!({}), &at("c7")).await);
+    let c2 = after["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|call| call["call_id"] == "c2")
+        .unwrap();
+    assert_eq!(c2["undone"], true, "{after}");
+
+    let unknown = registry
+        .call("changes", json!({"call_id": "c77"}), &at("c8"))
+        .await;
+    assert!(unknown.is_error);
+    assert!(unknown.structured.is_none(), "an error carries no data");
+}

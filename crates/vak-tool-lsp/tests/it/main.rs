@@ -1101,3 +1101,147 @@ async fn diagnostics_results_are_data_valid_against_the_output_schema() {
     let out = s.diagnostics(json!({"path": "missing.fk"})).await;
     assert!(out.is_error && out.structured.is_none(), "{out:?}");
 }
+
+/// `code` declares an output schema, and each of its nine ops answers with data that a real
+/// JSON Schema validator accepts against it, listing what the text lists; an empty answer
+/// is `locations: []`, an error carries no data.
+#[tokio::test(flavor = "multi_thread")]
+async fn code_results_are_data_valid_against_the_output_schema() {
+    let s = setup("normal");
+    let schema = s
+        .registry
+        .spec("code")
+        .unwrap()
+        .output_schema
+        .clone()
+        .expect("an output schema");
+    s.put("lib.fk", "def greet\n  def inner\ndef main\n  greet()\n")
+        .await;
+    s.put("use.fk", "def caller\n  greet()\n").await;
+    let code = |args: serde_json::Value| {
+        let s = &s;
+        let schema = &schema;
+        async move {
+            let out = s.registry.call("code", args.clone(), &s.ctx).await;
+            assert!(!out.is_error, "{args}: {}", out.text_content());
+            let data = out.structured.clone().expect("structured content");
+            vak_test_support::schema::assert_valid(schema, &data);
+            assert_eq!(data["op"], args["op"], "{data}");
+            assert_eq!(data["server"], "fake", "{data}");
+            (data, out.text_content())
+        }
+    };
+    let at = |op: &str, path: &str, line: u32, symbol: &str| json!({"op": op, "path": path, "line": line, "symbol": symbol});
+
+    for op in ["definition", "type_definition", "implementation"] {
+        let (data, text) = code(at(op, "use.fk", 2, "greet")).await;
+        let place = &data["locations"][0];
+        assert_eq!(
+            (&place["path"], &place["line"], &place["column"]),
+            (&json!("lib.fk"), &json!(1), &json!(5)),
+            "{op}: {data}\n{text}"
+        );
+        assert_eq!(place["text"], "def greet", "{op}: {data}");
+        assert!(text.contains("lib.fk:1:5: def greet"), "{op}: {text}");
+    }
+
+    let (data, text) = code(at("references", "lib.fk", 1, "greet")).await;
+    assert_eq!(data["total"], 3, "{data}\n{text}");
+    let paths: Vec<(String, u64)> = data["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["path"].as_str().unwrap().to_owned(),
+                l["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("lib.fk".to_owned(), 1),
+            ("lib.fk".to_owned(), 4),
+            ("use.fk".to_owned(), 2)
+        ],
+        "{data}"
+    );
+
+    let (data, _) = code(at("hover", "use.fk", 2, "greet")).await;
+    assert!(
+        data["hover"]
+            .as_str()
+            .unwrap()
+            .contains("The function greet."),
+        "{data}"
+    );
+    assert_eq!(data["locations"], json!([]), "{data}");
+
+    let (data, text) = code(json!({"op": "document_symbols", "path": "lib.fk"})).await;
+    let outline: Vec<(String, String, u64)> = data["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap().to_owned(),
+                l["kind"].as_str().unwrap().to_owned(),
+                l["depth"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outline,
+        [
+            ("greet".to_owned(), "function".to_owned(), 0),
+            ("inner".to_owned(), "method".to_owned(), 1),
+            ("main".to_owned(), "function".to_owned(), 0)
+        ],
+        "{data}\n{text}"
+    );
+    assert_eq!(data["total"], 3, "{data}");
+
+    let (data, _) =
+        code(json!({"op": "workspace_symbols", "path": "lib.fk", "query": "call"})).await;
+    let symbol = &data["locations"][0];
+    assert_eq!(
+        (&symbol["name"], &symbol["container"], &symbol["path"]),
+        (&json!("caller"), &json!("fakemod"), &json!("use.fk")),
+        "{data}"
+    );
+
+    let (data, text) = code(at("incoming_calls", "lib.fk", 1, "greet")).await;
+    let callers: Vec<&str> = data["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["container"].as_str().unwrap())
+        .collect();
+    assert_eq!(callers, ["main", "caller"], "{data}\n{text}");
+
+    let (data, text) = code(at("outgoing_calls", "lib.fk", 3, "main")).await;
+    let callee = &data["locations"][0];
+    assert_eq!(callee["name"], "greet", "{data}\n{text}");
+    assert_eq!(callee["called_on"], json!([4]), "{data}");
+
+    // An empty answer: no definition of a word nobody defines.
+    let (data, text) = code(at("definition", "lib.fk", 4, "greet")).await;
+    assert!(!data["locations"].as_array().unwrap().is_empty(), "{text}");
+    s.put("other.fk", "nobody\n").await;
+    let (data, text) = code(at("definition", "other.fk", 1, "nobody")).await;
+    assert_eq!(data["locations"], json!([]), "{data}\n{text}");
+    assert_eq!(data["total"], 0, "{data}");
+
+    // An error result carries no data.
+    let out = s
+        .registry
+        .call(
+            "code",
+            json!({"op": "references", "path": "lib.fk"}),
+            &s.ctx,
+        )
+        .await;
+    assert!(out.is_error, "{}", out.text_content());
+    assert!(out.structured.is_none(), "an error carries no data");
+}

@@ -60,6 +60,12 @@ impl Navigate for Tools {
     async fn code(&self, args: &str) -> (bool, String) {
         let args: serde_json::Value = serde_json::from_str(args).unwrap();
         let out = self.registry.call("code", args, &self.ctx).await;
+        // Every answer of a real server is data valid against the declared schema.
+        if !out.is_error {
+            let schema = self.registry.spec("code").unwrap().output_schema.clone();
+            let data = out.structured.clone().expect("code returns data");
+            vak_test_support::schema::assert_valid(&schema.expect("an output schema"), &data);
+        }
         (out.is_error, out.text_content())
     }
 

@@ -17,7 +17,9 @@
 //! process `--peek PID` (the tool's, holding its secrets), connecting to `127.0.0.1:--port N`,
 //! and what it sees of its own `PROBE_*` variables).
 //!
-//! In every mode it answers `textDocument/rename` with a `WorkspaceEdit` (`changes`) that
+//! In every mode it answers the navigation requests over the open documents (`def NAME`
+//! defines a function, indented a method; each whole-word `NAME` refers to it; `NAME(` calls
+//! it), and `textDocument/rename` with a `WorkspaceEdit` (`changes`) that
 //! replaces the word at the position wherever it stands in an open document, plus an insertion
 //! at the start of PATH for each open document's line `rename-also:PATH` (a file the test puts
 //! outside the workspace).
@@ -83,6 +85,198 @@ fn diagnostics(text: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<Value>
 /// Whether `c` belongs to a word.
 fn word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
+}
+
+/// The word at a request's position, in its document (ASCII text: columns are bytes).
+fn word_at(params: &Value, docs: &BTreeMap<String, (i64, String)>) -> String {
+    let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
+    let line = params["position"]["line"].as_u64().unwrap_or(0) as usize;
+    let at = params["position"]["character"].as_u64().unwrap_or(0) as usize;
+    let text = docs.get(uri).map(|(_, text)| text.as_str()).unwrap_or("");
+    let line_text = text.lines().nth(line).unwrap_or("");
+    let at = at.min(line_text.len());
+    let start = line_text[..at]
+        .rfind(|c: char| !word_char(c))
+        .map_or(0, |i| i + 1);
+    let end = line_text[start..]
+        .find(|c: char| !word_char(c))
+        .map_or(line_text.len(), |i| start + i);
+    line_text[start..end].to_owned()
+}
+
+/// The whole-word places of `word` in every open document: (uri, line, column).
+fn places(word: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<(String, usize, usize)> {
+    let mut found = Vec::new();
+    if word.is_empty() {
+        return found;
+    }
+    for (doc, (_, text)) in docs {
+        for (n, line) in text.lines().enumerate() {
+            for (i, _) in line.match_indices(word) {
+                let before = line[..i].chars().next_back();
+                let after = line[i + word.len()..].chars().next();
+                if !before.is_some_and(word_char) && !after.is_some_and(word_char) {
+                    found.push((doc.clone(), n, i));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn range(line: usize, column: usize, len: usize) -> Value {
+    json!({"start": {"line": line, "character": column}, "end": {"line": line, "character": column + len}})
+}
+
+/// Where `word` is defined: the first `def WORD` of an open document.
+fn definition_of(
+    word: &str,
+    docs: &BTreeMap<String, (i64, String)>,
+) -> Option<(String, usize, usize)> {
+    places(word, docs).into_iter().find(|(doc, line, column)| {
+        let text = &docs[doc].1;
+        let line = text.lines().nth(*line).unwrap_or("");
+        line[..*column].trim_end().ends_with("def")
+    })
+}
+
+/// A call hierarchy item of the function defined at a place.
+fn item(name: &str, (uri, line, column): &(String, usize, usize)) -> Value {
+    json!({"name": name, "kind": 12, "uri": uri, "range": range(*line, 0, column + name.len()),
+           "selectionRange": range(*line, *column, name.len())})
+}
+
+/// The function whose `def` holds a line (the nearest `def` above it at indentation 0).
+fn enclosing(text: &str, line: usize) -> Option<(usize, usize, String)> {
+    text.lines()
+        .enumerate()
+        .take(line + 1)
+        .filter_map(|(n, l)| {
+            let name = l.strip_prefix("def ")?;
+            let name: String = name.chars().take_while(|c| word_char(*c)).collect();
+            Some((n, 4, name))
+        })
+        .last()
+}
+
+/// The answer to a navigation request, over the open documents: `def NAME` defines a
+/// function (indented: a method of the `def` above), every whole-word `NAME` refers to it,
+/// and `NAME(` calls it. `None` for a method that is not navigation.
+fn navigate(method: &str, params: &Value, docs: &BTreeMap<String, (i64, String)>) -> Option<Value> {
+    let word = word_at(params, docs);
+    let location = |(uri, line, column): &(String, usize, usize), len: usize| json!({"uri": uri, "range": range(*line, *column, len)});
+    Some(match method {
+        "textDocument/definition" | "textDocument/typeDefinition" => {
+            definition_of(&word, docs).map_or(Value::Null, |place| location(&place, word.len()))
+        }
+        "textDocument/implementation" => match definition_of(&word, docs) {
+            // As a LocationLink, the other shape of the answer.
+            Some((uri, line, column)) => json!([{"targetUri": uri,
+                "targetRange": range(line, 0, column + word.len()),
+                "targetSelectionRange": range(line, column, word.len())}]),
+            None => Value::Null,
+        },
+        "textDocument/references" => Value::Array(
+            places(&word, docs)
+                .iter()
+                .map(|place| location(place, word.len()))
+                .collect(),
+        ),
+        "textDocument/hover" if word.is_empty() => Value::Null,
+        "textDocument/hover" => {
+            json!({"contents": {"kind": "markdown", "value": format!("```\ndef {word}()\n```\nThe function {word}.")}})
+        }
+        "textDocument/documentSymbol" => {
+            let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
+            let text = docs.get(uri).map(|(_, text)| text.as_str()).unwrap_or("");
+            let mut top: Vec<Value> = Vec::new();
+            for (n, line) in text.lines().enumerate() {
+                let indented = line.starts_with(' ');
+                let Some(rest) = line.trim_start().strip_prefix("def ") else {
+                    continue;
+                };
+                let name: String = rest.chars().take_while(|c| word_char(*c)).collect();
+                let column = line.len() - rest.len();
+                let symbol = json!({"name": name, "kind": if indented { 6 } else { 12 },
+                    "range": range(n, 0, line.len()), "selectionRange": range(n, column, name.len()),
+                    "children": []});
+                match top.last_mut() {
+                    Some(parent) if indented => {
+                        if let Some(children) = parent["children"].as_array_mut() {
+                            children.push(symbol);
+                        }
+                    }
+                    _ => top.push(symbol),
+                }
+            }
+            Value::Array(top)
+        }
+        "workspace/symbol" => {
+            let query = params["query"].as_str().unwrap_or("");
+            let mut found = Vec::new();
+            for (uri, (_, text)) in docs {
+                for (n, line) in text.lines().enumerate() {
+                    let Some(rest) = line.trim_start().strip_prefix("def ") else {
+                        continue;
+                    };
+                    let name: String = rest.chars().take_while(|c| word_char(*c)).collect();
+                    if name.contains(query) {
+                        let column = line.len() - rest.len();
+                        found.push(json!({"name": name, "kind": 12, "containerName": "fakemod",
+                            "location": {"uri": uri, "range": range(n, column, name.len())}}));
+                    }
+                }
+            }
+            Value::Array(found)
+        }
+        "textDocument/prepareCallHierarchy" => match definition_of(&word, docs) {
+            Some(place) => json!([item(&word, &place)]),
+            None => Value::Null,
+        },
+        "callHierarchy/incomingCalls" => {
+            let name = params["item"]["name"].as_str().unwrap_or("");
+            let mut calls = Vec::new();
+            for (uri, line, column) in places(name, docs) {
+                let text = &docs[&uri].1;
+                let after = text.lines().nth(line).unwrap_or("")[column + name.len()..].to_owned();
+                if !after.starts_with('(') {
+                    continue;
+                }
+                let Some((def_line, def_column, caller)) = enclosing(text, line) else {
+                    continue;
+                };
+                let from = item(&caller, &(uri.clone(), def_line, def_column));
+                calls.push(json!({"from": from, "fromRanges": [range(line, column, name.len())]}));
+            }
+            Value::Array(calls)
+        }
+        "callHierarchy/outgoingCalls" => {
+            let name = params["item"]["name"].as_str().unwrap_or("");
+            let mut calls = Vec::new();
+            if let Some((uri, def_line, _)) = definition_of(name, docs) {
+                let text = &docs[&uri].1;
+                for (n, line) in text.lines().enumerate().skip(def_line + 1) {
+                    if line.starts_with("def ") {
+                        break;
+                    }
+                    for (callee, (c_uri, c_line, c_column)) in docs
+                        .values()
+                        .flat_map(|(_, t)| t.lines())
+                        .filter_map(|l| l.strip_prefix("def "))
+                        .map(|r| r.chars().take_while(|c| word_char(*c)).collect::<String>())
+                        .filter_map(|callee| Some((callee.clone(), definition_of(&callee, docs)?)))
+                    {
+                        if let Some(i) = line.find(&format!("{callee}(")) {
+                            calls.push(json!({"to": item(&callee, &(c_uri, c_line, c_column)),
+                                "fromRanges": [range(n, i, callee.len())]}));
+                        }
+                    }
+                }
+            }
+            Value::Array(calls)
+        }
+        _ => return None,
+    })
 }
 
 /// The `WorkspaceEdit` renaming the word at the position (ASCII text: columns are bytes).
@@ -204,6 +398,15 @@ fn main() {
     while let Some(message) = read_message(&mut input) {
         let method = message["method"].as_str().unwrap_or("");
         let id = message.get("id").cloned();
+        if id.is_some()
+            && let Some(result) = navigate(method, &message["params"], &docs)
+        {
+            write_message(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            );
+            continue;
+        }
         match method {
             "initialize" if mode != "silent-init" => {
                 write_message(

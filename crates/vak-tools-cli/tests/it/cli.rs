@@ -105,8 +105,19 @@ fn list_json_gives_each_schema_in_the_dialect_asked_for() {
         }
     }
     // The tools whose results are data say so.
-    for name in ["glob", "grep", "tree", "jobs"] {
-        let spec = default.iter().find(|spec| spec["name"] == name).unwrap();
+    for name in [
+        "glob",
+        "grep",
+        "tree",
+        "jobs",
+        "diagnostics",
+        "changes",
+        "code",
+    ] {
+        let spec = default
+            .iter()
+            .find(|spec| spec["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed"));
         assert!(spec.get("output_schema").is_some(), "{spec}");
     }
     assert!(

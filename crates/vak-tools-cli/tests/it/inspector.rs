@@ -2,7 +2,8 @@
 //! line and the 0.x line, with their defaults, against `vak-tools mcp` over stdio and over
 //! Streamable HTTP: `bash`
 //! shows its output, `exit 3` is an error result (the 2.x CLI then exits non-zero), and `glob`'s
-//! result carries its `structuredContent`. `cargo xtask ci` installs both (with the Node.js 22
+//! and `changes`' results carry their `structuredContent` (valid against the `outputSchema` of
+//! `tools/list`). `cargo xtask ci` installs both (with the Node.js 22
 //! they need) into target/inspector/VERSION; elsewhere the test is skipped when they are absent.
 
 use std::path::{Path, PathBuf};
@@ -100,6 +101,43 @@ fn check(version: &str, workspace: &Path, url: Option<&str>) {
         serde_json::json!(["notes.txt"]),
         "{shown}: {all}"
     );
+    // A write leaves a change record; `changes` lists it as data valid against the output
+    // schema that `tools/list` declares.
+    let content = format!("content=made over {shown}");
+    let args = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "write",
+        "--tool-arg",
+        "path=made.md",
+        "--tool-arg",
+        content.as_str(),
+    ];
+    let (ok, result, all) = inspect(version, workspace, url, &args);
+    assert!(ok, "{shown}: {all}");
+    assert_eq!(result["isError"], false, "{shown}: {all}");
+    let args = ["--method", "tools/call", "--tool-name", "changes"];
+    let (ok, result, all) = inspect(version, workspace, url, &args);
+    assert!(ok, "{shown}: {all}");
+    let data = &result["structuredContent"];
+    assert_eq!(data["calls"][0]["tool"], "write", "{shown}: {all}");
+    assert_eq!(
+        data["calls"][0]["paths"][0]["path"], "made.md",
+        "{shown}: {all}"
+    );
+    let (ok, listed, all) = inspect(version, workspace, url, &["--method", "tools/list"]);
+    assert!(ok, "{shown}: {all}");
+    let schema = listed["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|tool| tool["name"] == "changes"))
+        .map(|tool| tool["outputSchema"].clone())
+        .unwrap_or_default();
+    assert!(
+        schema.is_object(),
+        "{shown}: changes declares no outputSchema: {all}"
+    );
+    vak_test_support::schema::assert_valid(&schema, data);
 }
 
 #[test]

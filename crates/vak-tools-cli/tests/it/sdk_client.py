@@ -39,6 +39,13 @@ async def calls(client) -> dict:
     got["grep"] = summary_of(await client.call_tool("grep", {"pattern": "needle", "output": "files"}))
     got["tree"] = summary_of(await client.call_tool("tree", {}))
     got["jobs"] = summary_of(await client.call_tool("jobs", {"action": "list"}))
+    got["changes_none"] = summary_of(await client.call_tool("changes", {}))
+    wrote = await client.call_tool("write", {"path": "made.txt", "content": "made\n"})
+    got["write"] = summary_of(wrote)
+    got["changes"] = summary_of(await client.call_tool("changes", {}))
+    listed = (got["changes"]["structured"] or {}).get("calls") or [{}]
+    call_id = listed[0].get("call_id") or ""
+    got["changes_one"] = summary_of(await client.call_tool("changes", {"call_id": call_id}))
     return got
 
 

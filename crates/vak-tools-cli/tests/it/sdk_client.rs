@@ -25,7 +25,7 @@ fn run_client(workspace: &Path, transport: &str, target: &str) -> Value {
 }
 
 fn check(transport: &str, got: &Value) {
-    for name in ["glob", "grep", "jobs", "tree"] {
+    for name in ["glob", "grep", "jobs", "tree", "changes"] {
         assert!(
             got["with_output_schema"]
                 .as_array()
@@ -73,6 +73,33 @@ fn check(transport: &str, got: &Value) {
         jobs["structured"]["jobs"],
         serde_json::json!([]),
         "{transport}: {jobs}"
+    );
+    // `changes` answers with data the SDK validated: none before a write, the write's call
+    // after it, and that call whole by its id.
+    assert_eq!(
+        got["changes_none"]["structured"]["calls"],
+        serde_json::json!([]),
+        "{transport}: {got}"
+    );
+    assert_eq!(got["write"]["is_error"], false, "{transport}: {got}");
+    let listed = &got["changes"]["structured"]["calls"];
+    assert_eq!(listed[0]["tool"], "write", "{transport}: {got}");
+    assert_eq!(
+        listed[0]["paths"][0]["path"], "made.txt",
+        "{transport}: {got}"
+    );
+    let one = &got["changes_one"];
+    assert_eq!(one["is_error"], false, "{transport}: {one}");
+    assert_eq!(
+        one["structured"]["calls"][0]["call_id"], listed[0]["call_id"],
+        "{transport}: {one}"
+    );
+    assert!(
+        one["structured"]["calls"][0]["paths"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+made"),
+        "{transport}: {one}"
     );
 }
 
