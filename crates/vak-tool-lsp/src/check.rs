@@ -715,6 +715,37 @@ impl Lsp {
         })
     }
 
+    /// Waits, before the first project-wide request of `running` (references, calls,
+    /// workspace symbols, rename), until it has loaded its project: no work-done progress of
+    /// its own under way, and a report on `uri`, the file just sent. Any report on it counts,
+    /// not only one for its latest version: typescript-language-server publishes only when a
+    /// file's diagnostics change, so a clean file sent again gets no new report. pyright
+    /// reports only once it has read its configuration and found the project's files;
+    /// typescript-language-server shows its loading as progress. `Err` gives how long it
+    /// waited, when `[lsp] project_load_ms` came first: the answer may then be partial.
+    pub(crate) async fn project_loaded(
+        &self,
+        running: &Running,
+        uri: &str,
+    ) -> Result<(), Duration> {
+        if running.project_loaded.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let bound = Duration::from_millis(self.settings.project_load_ms);
+        let client = &running.client;
+        let loaded = || !client.busy() && client.published(uri).is_some();
+        wait_for(running, Instant::now() + bound, || {
+            loaded() || client.dead().is_some()
+        })
+        .await;
+        if loaded() {
+            running.project_loaded.store(true, Ordering::Relaxed);
+            Ok(())
+        } else {
+            Err(bound)
+        }
+    }
+
     /// Waits until the server has reported on `item`'s version (or stopped, or the deadline),
     /// then for its reports to settle.
     async fn settle(&self, item: &Sent, deadline: Instant) {
@@ -730,6 +761,13 @@ impl Lsp {
         if client.dead().is_none() {
             let mut watch = client.watch();
             if item.fresh(&client.published(&item.uri)) {
+                // A versioned report on the only document open in the server is its whole
+                // answer for this change: nothing else is open for it to report on. With
+                // other documents open, reports settle first (pyright reports an importing
+                // file twice for one version, the first time empty).
+                if client.versioned() && item.running.open.lock().await.len() <= 1 {
+                    return;
+                }
                 let wait = if client.versioned() { debounce } else { quiet };
                 settle(&mut watch, wait, deadline).await;
             } else if item.maybe_unchanged() {

@@ -65,6 +65,18 @@ impl Op {
         }
     }
 
+    /// Whether its answer depends on the whole project, not only on the file asked about.
+    fn project_wide(self) -> bool {
+        matches!(
+            self,
+            Self::References
+                | Self::Implementation
+                | Self::WorkspaceSymbols
+                | Self::IncomingCalls
+                | Self::OutgoingCalls
+        )
+    }
+
     fn needs_position(self) -> bool {
         !matches!(self, Op::DocumentSymbols | Op::WorkspaceSymbols)
     }
@@ -463,8 +475,12 @@ impl Lsp {
             op: args.op.name(),
             ..CodeData::default()
         };
-        let text = self.code_into(args, ctx, &mut data).await?;
-        Ok((text, data))
+        let mut partial = None;
+        let text = self.code_into(args, ctx, &mut data, &mut partial).await?;
+        Ok(match partial {
+            Some(partial) => (format!("{partial}\n{text}"), data),
+            None => (text, data),
+        })
     }
 
     async fn code_into(
@@ -472,6 +488,7 @@ impl Lsp {
         args: &CodeArgs,
         ctx: &ToolContext,
         data: &mut CodeData,
+        partial: &mut Option<String>,
     ) -> Result<String, String> {
         let op = args.op;
         if args.line == Some(0) {
@@ -527,6 +544,22 @@ impl Lsp {
         data.server.clone_from(&server);
         let client = &running.client;
         let uri = uri::of(&path);
+        // A fresh server answers a project-wide question from the files it has loaded so far.
+        *partial = if op.project_wide() {
+            self.project_loaded(&running, &uri)
+                .await
+                .err()
+                .map(|waited| {
+                    format!(
+                        "{server} was still loading the project after {}: this answer may be \
+                     partial; ask again in a moment for the whole of it.",
+                        vak_tool_core::human::duration(waited)
+                    )
+                })
+        } else {
+            None
+        };
+        let deadline = Instant::now() + Duration::from_millis(wait);
         let document = json!({"uri": uri});
         let position = found.as_ref().map(|(found, _)| {
             json!({

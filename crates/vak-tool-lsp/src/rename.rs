@@ -219,6 +219,18 @@ impl Lsp {
         let wait = self.settings.start_timeout_ms.max(self.settings.wait_ms);
         let deadline = Instant::now() + Duration::from_millis(wait);
         let (running, server) = self.ready_for(&path, ctx, deadline).await?;
+        // An edit worked out from part of the project would leave the rest naming the old
+        // symbol: a server still loading at the bound renames nothing.
+        if let Err(waited) = self.project_loaded(&running, &uri::of(&path)).await {
+            return Err(format!(
+                "{server} was still loading the project after {}, so its rename could miss \
+                 files that use `{}`: nothing was written. Try again in a moment, or raise \
+                 [lsp] project_load_ms.",
+                human::duration(waited),
+                args.symbol
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_millis(wait);
         // Documents open in the server whose file changed since they were sent: sent again,
         // so that the edit is worked out from the files as they are.
         let language_of = |path: &std::path::Path| {

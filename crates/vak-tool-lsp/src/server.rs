@@ -37,6 +37,9 @@ pub(crate) struct Running {
     /// The publish counter when a change was last sent: a report that arrived before it may
     /// be out of date (the change can break a file that did not change).
     pub(crate) last_change: AtomicU64,
+    /// Whether it has shown that it loaded the project (see [`crate::check::Lsp::project_loaded`]):
+    /// project-wide answers before that may be partial.
+    pub(crate) project_loaded: std::sync::atomic::AtomicBool,
     /// Why it stopped, with its cause, once worked out.
     cause: Mutex<Option<String>>,
 }
@@ -58,6 +61,7 @@ impl Running {
             ready,
             open: tokio::sync::Mutex::new(HashMap::new()),
             last_change: AtomicU64::new(0),
+            project_loaded: std::sync::atomic::AtomicBool::new(false),
             cause: Mutex::new(None),
         });
         let init = Arc::clone(&running);

@@ -47,6 +47,12 @@ pub struct LspSettings {
     /// How long a server may take to answer `initialize` before it counts as crashed
     /// (30000 ms).
     pub start_timeout_ms: u64,
+    /// How long the first project-wide request of a fresh server (`references`,
+    /// `implementation`, `workspace_symbols`, incoming and outgoing calls, `rename`) waits for
+    /// it to load the project: until it shows no progress of its own and has reported on the
+    /// file asked about (60000 ms). A server still loading at this bound answers from part of
+    /// the project: `code` says its answer may be partial, `rename` writes nothing.
+    pub project_load_ms: u64,
     /// How long a server may take to answer `shutdown` and exit before it is killed (2000 ms).
     pub shutdown_ms: u64,
     /// The most diagnostics shown per file; the rest are counted (10).
@@ -68,6 +74,7 @@ impl Default for LspSettings {
             debounce_ms: 150,
             quiet_ms: 600,
             start_timeout_ms: 30_000,
+            project_load_ms: 60_000,
             shutdown_ms: 2000,
             max_per_file: 10,
             max_message_bytes: 16 * 1024 * 1024,

@@ -1245,3 +1245,138 @@ async fn code_results_are_data_valid_against_the_output_schema() {
     assert!(out.is_error, "{}", out.text_content());
     assert!(out.structured.is_none(), "an error carries no data");
 }
+
+/// A fresh server answers `references` from the files it has loaded so far: the first
+/// project-wide request waits until it has loaded the project (its progress ended and it
+/// reported on the file), so the answer counts the references in every file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fresh_servers_first_references_wait_until_it_has_loaded_the_project() {
+    let s = setup("loading");
+    let ws = s.ctx.workspace();
+    std::fs::write(ws.join("lib.fk"), "def greet\ndef main\n  greet()\n").unwrap();
+    std::fs::write(ws.join("use.fk"), "def caller\n  greet()\n").unwrap();
+    let out = s
+        .registry
+        .call(
+            "code",
+            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
+            &s.ctx,
+        )
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(
+        text.contains("3 references in 2 files"),
+        "the answer of a loaded project: {text}"
+    );
+    assert!(!text.contains("still loading"), "{text}");
+}
+
+/// A server still loading at `[lsp] project_load_ms` answers from part of the project: `code`
+/// says so first, and `rename` writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_still_loading_at_the_bound_says_the_answer_may_be_partial() {
+    let mut s = setup_with(
+        "loading-forever",
+        |s| s.project_load_ms = 300,
+        PermissionMode::FullAccess,
+    );
+    s.registry
+        .set_file_writer(std::sync::Arc::new(CheckedWriter));
+    let ws = s.ctx.workspace();
+    let lib = "def greet\ndef main\n  greet()\n";
+    std::fs::write(ws.join("lib.fk"), lib).unwrap();
+    let out = s
+        .registry
+        .call(
+            "code",
+            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
+            &s.ctx,
+        )
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(
+        text.starts_with("fake was still loading the project after")
+            && text.contains("this answer may be partial"),
+        "{text}"
+    );
+    // A question about one file needs no loaded project.
+    let out = s
+        .registry
+        .call(
+            "code",
+            json!({"op": "definition", "path": "lib.fk", "line": 3, "symbol": "greet"}),
+            &s.ctx,
+        )
+        .await;
+    assert!(
+        !out.text_content().contains("still loading"),
+        "{}",
+        out.text_content()
+    );
+    let out = s
+        .registry
+        .call(
+            "rename",
+            json!({"path": "lib.fk", "line": 1, "symbol": "greet", "new_name": "hello"}),
+            &s.ctx,
+        )
+        .await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(
+        text.contains("still loading the project") && text.contains("nothing was written"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("lib.fk")).unwrap(), lib);
+}
+
+/// typescript-language-server publishes only when a file's diagnostics change: a file sent
+/// again with the same problems gets no new report. Any report of the server on the file
+/// shows the project loaded; waiting for one of the latest version would wait the whole bound.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_reported_on_a_document_has_loaded_its_project_even_when_it_stays_quiet() {
+    let s = setup_with(
+        "changes-only",
+        |s| {
+            s.project_load_ms = 2_000;
+            s.wait_ms = 1_000;
+        },
+        PermissionMode::FullAccess,
+    );
+    s.put("lib.fk", "def greet\n").await;
+    // The same diagnostics (none): the server says nothing of this version.
+    s.put("lib.fk", "def greet\ndef main\n  greet()\n").await;
+    let out = s
+        .registry
+        .call(
+            "code",
+            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
+            &s.ctx,
+        )
+        .await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert!(!text.contains("still loading"), "{text}");
+    assert!(text.contains("2 references in 1 file"), "{text}");
+}
+
+/// A change of the only document open in a server ends its wait with the server's report for
+/// the new version: it does not wait for the server to go quiet (this one never does).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_report_for_this_version_ends_the_wait_of_a_change() {
+    let s = setup_with(
+        "chatty",
+        |s| s.wait_ms = 600_000,
+        PermissionMode::FullAccess,
+    );
+    for content in ["ERROR one\n", "fine\nERROR two\n"] {
+        // A bound far below the wait: the result must not come from waiting for quiet.
+        let text = tokio::time::timeout(Duration::from_secs(120), s.put("a.fk", content))
+            .await
+            .expect("the change waited for a quiet that never comes");
+        assert!(text.contains("a.fk"), "{text}");
+        assert!(text.contains("error"), "{text}");
+    }
+}

@@ -293,3 +293,81 @@ async fn ruff_in_read_only() {
         vak_test_support::lsp::ruff(&tools).await;
     }
 }
+
+/// A project of 30 modules that each use `shared` of `lib` three times, written before any
+/// server starts: the first `references` of a fresh server must count them all, as the same
+/// server does once warm.
+async fn references_fresh_and_warm_count_the_same(
+    server: Server,
+    lib: (&str, &str),
+    module: impl Fn(usize) -> (String, String),
+    extra: &[(&str, &str)],
+) {
+    let Some(tools) = setup(server, PermissionMode::WorkspaceWrite) else {
+        return;
+    };
+    tools.place(lib.0, lib.1);
+    for (path, content) in extra {
+        tools.place(path, content);
+    }
+    for i in 0..30 {
+        let (path, content) = module(i);
+        tools.place(&path, &content);
+    }
+    let args = format!(
+        r#"{{"op": "references", "path": "{}", "line": 1, "symbol": "shared"}}"#,
+        lib.0
+    );
+    let (error, fresh) = tools.code(&args).await;
+    assert!(!error, "{fresh}");
+    let (error, warm) = tools.code(&args).await;
+    assert!(!error, "{warm}");
+    let head = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    assert!(!fresh.contains("still loading"), "{fresh}");
+    assert!(
+        head(&fresh).contains("in 31 files"),
+        "fresh: {}",
+        head(&fresh)
+    );
+    assert_eq!(head(&fresh), head(&warm), "fresh against warm");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pyright_references_fresh_and_warm_count_the_same() {
+    references_fresh_and_warm_count_the_same(
+        PYRIGHT,
+        ("lib.py", "def shared(x: int) -> int:\n    return x\n"),
+        |i| {
+            (
+                format!("m{i}.py"),
+                format!("from lib import shared\n\n\ndef f{i}() -> int:\n    return shared({i}) + shared(1)\n"),
+            )
+        },
+        &[],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_references_fresh_and_warm_count_the_same() {
+    references_fresh_and_warm_count_the_same(
+        TYPESCRIPT,
+        (
+            "lib.ts",
+            "export function shared(x: number): number {\n  return x;\n}\n",
+        ),
+        |i| {
+            (
+                format!("m{i}.ts"),
+                format!(
+                    "import {{ shared }} from \"./lib\";\nexport const v{i} = shared({i}) + shared(1);\n"
+                ),
+            )
+        },
+        &[(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "module": "commonjs"}, "include": ["*.ts"]}"#,
+        )],
+    )
+    .await;
+}

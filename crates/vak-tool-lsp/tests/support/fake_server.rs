@@ -8,7 +8,11 @@
 //! before each publish), `malformed` (a broken frame instead of a publish), `huge` (announces
 //! a 100 MB message), `crash` (exits on the first document), `slow` (never publishes),
 //! `hang-shutdown` (ignores `shutdown`, `exit` and the end of its input), `noversion` (publishes without versions),
-//! `changes-only` (without versions, and only the documents whose diagnostics changed, as
+//! `chatty` (from the first document on, publishes for a document nobody opened every 20 ms,
+//! so that it is never quiet), `loading` (shows a progress and publishes nothing for 300 ms after the first document, and
+//! until then answers navigation from the document asked about alone; then it knows every
+//! `.fk` file of its root folder too), `loading-forever` (the
+//! same, never done), `changes-only` (without versions, and only the documents whose diagnostics changed, as
 //! typescript-language-server does), `own-only` (only the document just sent, so that another
 //! open document's report goes stale), `late` (publishes 300 ms after each document, then counts the publications in
 //! `PID-FILE.published`, so that a test can wait for them instead of guessing a time), `hostile` (on each document, tries what a sandbox must
@@ -50,10 +54,21 @@ fn read_message(input: &mut impl BufRead) -> Option<Value> {
     serde_json::from_slice(&body).ok()
 }
 
+/// Writes one framed message in one write: the `loading` mode's thread writes beside the main
+/// loop, and standard output locks for each write.
 fn write_message(out: &mut impl Write, message: &Value) {
     let body = message.to_string();
-    let _ = write!(out, "Content-Length: {}\r\n\r\n{body}", body.len());
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let _ = out.write_all(frame.as_bytes());
     let _ = out.flush();
+}
+
+fn progress(kind: &str) -> Value {
+    let mut value = json!({"kind": kind});
+    if kind == "begin" {
+        value["title"] = json!("Loading the project");
+    }
+    json!({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "load", "value": value}})
 }
 
 fn diagnostics(text: &str, docs: &BTreeMap<String, (i64, String)>) -> Vec<Value> {
@@ -385,8 +400,17 @@ fn main() {
     }
     let stdin = std::io::stdin();
     let mut input = BufReader::new(stdin.lock());
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = std::io::stdout();
+    // `loading` and `loading-forever`: whether the project has loaded (until then, answers
+    // come from the open documents alone, as a real server's do while it loads).
+    let loaded = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+        !mode.starts_with("loading"),
+    ));
+    let mut load_started = false;
+    // What loading the project found: every `.fk` file of the root folder.
+    let project: std::sync::Arc<std::sync::Mutex<BTreeMap<String, (i64, String)>>> =
+        std::sync::Arc::default();
+    let mut root = String::new();
     let mut docs: BTreeMap<String, (i64, String)> = BTreeMap::new();
     let mut last: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let published_file = args
@@ -398,8 +422,22 @@ fn main() {
     while let Some(message) = read_message(&mut input) {
         let method = message["method"].as_str().unwrap_or("");
         let id = message.get("id").cloned();
+        let known = if loaded.load(std::sync::atomic::Ordering::SeqCst) {
+            let mut known = project.lock().map(|p| p.clone()).unwrap_or_default();
+            known.extend(docs.iter().map(|(doc, state)| (doc.clone(), state.clone())));
+            known
+        } else {
+            // Before the project has loaded: only the document asked about.
+            let uri = message["params"]["textDocument"]["uri"]
+                .as_str()
+                .unwrap_or("");
+            docs.iter()
+                .filter(|(doc, _)| *doc == uri)
+                .map(|(doc, state)| (doc.clone(), state.clone()))
+                .collect()
+        };
         if id.is_some()
-            && let Some(result) = navigate(method, &message["params"], &docs)
+            && let Some(result) = navigate(method, &message["params"], &known)
         {
             write_message(
                 &mut out,
@@ -409,6 +447,11 @@ fn main() {
         }
         match method {
             "initialize" if mode != "silent-init" => {
+                root = message["params"]["rootUri"]
+                    .as_str()
+                    .and_then(|uri| uri.strip_prefix("file://"))
+                    .unwrap_or("")
+                    .to_owned();
                 write_message(
                     &mut out,
                     &json!({"jsonrpc": "2.0", "id": id, "result": {"capabilities": {"textDocumentSync": 1}}}),
@@ -441,6 +484,65 @@ fn main() {
                         .to_owned()
                 };
                 docs.insert(uri.clone(), (version, text));
+                if mode == "chatty" && !load_started {
+                    load_started = true;
+                    // Never quiet: a report on a document nobody opened every 20 ms.
+                    std::thread::spawn(|| {
+                        let mut out = std::io::stdout();
+                        loop {
+                            write_message(
+                                &mut out,
+                                &json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+                                        "params": {"uri": "file:///chatter.fk", "diagnostics": []}}),
+                            );
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                        }
+                    });
+                }
+                if mode.starts_with("loading") {
+                    if !load_started {
+                        load_started = true;
+                        write_message(&mut out, &progress("begin"));
+                        if mode == "loading" {
+                            // The project loads for 300 ms, reads the main loop never waits for.
+                            let loaded = std::sync::Arc::clone(&loaded);
+                            let project = std::sync::Arc::clone(&project);
+                            let uri = uri.clone();
+                            let root = root.clone();
+                            std::thread::spawn(move || {
+                                std::thread::sleep(std::time::Duration::from_millis(300));
+                                let mut found = BTreeMap::new();
+                                for entry in
+                                    std::fs::read_dir(&root).into_iter().flatten().flatten()
+                                {
+                                    let path = entry.path();
+                                    if path.extension().is_some_and(|e| e == "fk")
+                                        && let Ok(text) = std::fs::read_to_string(&path)
+                                    {
+                                        found.insert(
+                                            format!("file://{}", path.display()),
+                                            (0, text),
+                                        );
+                                    }
+                                }
+                                if let Ok(mut project) = project.lock() {
+                                    *project = found;
+                                }
+                                loaded.store(true, std::sync::atomic::Ordering::SeqCst);
+                                let mut out = std::io::stdout();
+                                write_message(&mut out, &progress("end"));
+                                write_message(
+                                    &mut out,
+                                    &json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+                                            "params": {"uri": uri, "diagnostics": []}}),
+                                );
+                            });
+                        }
+                    }
+                    if !loaded.load(std::sync::atomic::Ordering::SeqCst) {
+                        continue;
+                    }
+                }
                 match mode.as_str() {
                     "late" => std::thread::sleep(std::time::Duration::from_millis(300)),
                     "crash" => {
