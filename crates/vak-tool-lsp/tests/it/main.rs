@@ -941,6 +941,20 @@ impl Setup {
         self.registry.call("rename", args, &self.ctx).await
     }
 
+    async fn code(&self, args: serde_json::Value) -> ToolOutput {
+        self.registry.call("code", args, &self.ctx).await
+    }
+
+    /// `code`'s `references` of `greet` on line 1 of `lib.fk`, which must succeed: its text.
+    async fn references_of_greet(&self) -> String {
+        let out = self
+            .code(json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}))
+            .await;
+        let text = out.text_content();
+        assert!(!out.is_error, "{text}");
+        text
+    }
+
     fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.ctx.workspace().join(path)).unwrap()
     }
@@ -1122,7 +1136,7 @@ async fn code_results_are_data_valid_against_the_output_schema() {
         let s = &s;
         let schema = &schema;
         async move {
-            let out = s.registry.call("code", args.clone(), &s.ctx).await;
+            let out = s.code(args.clone()).await;
             assert!(!out.is_error, "{args}: {}", out.text_content());
             let data = out.structured.clone().expect("structured content");
             vak_test_support::schema::assert_valid(schema, &data);
@@ -1234,14 +1248,7 @@ async fn code_results_are_data_valid_against_the_output_schema() {
     assert_eq!(data["total"], 0, "{data}");
 
     // An error result carries no data.
-    let out = s
-        .registry
-        .call(
-            "code",
-            json!({"op": "references", "path": "lib.fk"}),
-            &s.ctx,
-        )
-        .await;
+    let out = s.code(json!({"op": "references", "path": "lib.fk"})).await;
     assert!(out.is_error, "{}", out.text_content());
     assert!(out.structured.is_none(), "an error carries no data");
 }
@@ -1255,16 +1262,7 @@ async fn a_fresh_servers_first_references_wait_until_it_has_loaded_the_project()
     let ws = s.ctx.workspace();
     std::fs::write(ws.join("lib.fk"), "def greet\ndef main\n  greet()\n").unwrap();
     std::fs::write(ws.join("use.fk"), "def caller\n  greet()\n").unwrap();
-    let out = s
-        .registry
-        .call(
-            "code",
-            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
-            &s.ctx,
-        )
-        .await;
-    let text = out.text_content();
-    assert!(!out.is_error, "{text}");
+    let text = s.references_of_greet().await;
     assert!(
         text.contains("3 references in 2 files"),
         "the answer of a loaded project: {text}"
@@ -1286,16 +1284,7 @@ async fn a_server_still_loading_at_the_bound_says_the_answer_may_be_partial() {
     let ws = s.ctx.workspace();
     let lib = "def greet\ndef main\n  greet()\n";
     std::fs::write(ws.join("lib.fk"), lib).unwrap();
-    let out = s
-        .registry
-        .call(
-            "code",
-            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
-            &s.ctx,
-        )
-        .await;
-    let text = out.text_content();
-    assert!(!out.is_error, "{text}");
+    let text = s.references_of_greet().await;
     assert!(
         text.starts_with("fake was still loading the project after")
             && text.contains("this answer may be partial"),
@@ -1303,12 +1292,7 @@ async fn a_server_still_loading_at_the_bound_says_the_answer_may_be_partial() {
     );
     // A question about one file needs no loaded project.
     let out = s
-        .registry
-        .call(
-            "code",
-            json!({"op": "definition", "path": "lib.fk", "line": 3, "symbol": "greet"}),
-            &s.ctx,
-        )
+        .code(json!({"op": "definition", "path": "lib.fk", "line": 3, "symbol": "greet"}))
         .await;
     assert!(
         !out.text_content().contains("still loading"),
@@ -1316,12 +1300,7 @@ async fn a_server_still_loading_at_the_bound_says_the_answer_may_be_partial() {
         out.text_content()
     );
     let out = s
-        .registry
-        .call(
-            "rename",
-            json!({"path": "lib.fk", "line": 1, "symbol": "greet", "new_name": "hello"}),
-            &s.ctx,
-        )
+        .rename(json!({"path": "lib.fk", "line": 1, "symbol": "greet", "new_name": "hello"}))
         .await;
     let text = out.text_content();
     assert!(out.is_error, "{text}");
@@ -1348,16 +1327,7 @@ async fn a_server_that_reported_on_a_document_has_loaded_its_project_even_when_i
     s.put("lib.fk", "def greet\n").await;
     // The same diagnostics (none): the server says nothing of this version.
     s.put("lib.fk", "def greet\ndef main\n  greet()\n").await;
-    let out = s
-        .registry
-        .call(
-            "code",
-            json!({"op": "references", "path": "lib.fk", "line": 1, "symbol": "greet"}),
-            &s.ctx,
-        )
-        .await;
-    let text = out.text_content();
-    assert!(!out.is_error, "{text}");
+    let text = s.references_of_greet().await;
     assert!(!text.contains("still loading"), "{text}");
     assert!(text.contains("2 references in 1 file"), "{text}");
 }

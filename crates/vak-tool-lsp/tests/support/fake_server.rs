@@ -161,15 +161,22 @@ fn item(name: &str, (uri, line, column): &(String, usize, usize)) -> Value {
            "selectionRange": range(*line, *column, name.len())})
 }
 
+/// The function a line defines (`def NAME`, indented for a method): its name's column, the
+/// name, and whether it is indented.
+fn defined(line: &str) -> Option<(usize, String, bool)> {
+    let rest = line.trim_start().strip_prefix("def ")?;
+    let name: String = rest.chars().take_while(|c| word_char(*c)).collect();
+    Some((line.len() - rest.len(), name, line.starts_with(' ')))
+}
+
 /// The function whose `def` holds a line (the nearest `def` above it at indentation 0).
 fn enclosing(text: &str, line: usize) -> Option<(usize, usize, String)> {
     text.lines()
         .enumerate()
         .take(line + 1)
-        .filter_map(|(n, l)| {
-            let name = l.strip_prefix("def ")?;
-            let name: String = name.chars().take_while(|c| word_char(*c)).collect();
-            Some((n, 4, name))
+        .filter_map(|(n, l)| match defined(l)? {
+            (column, name, false) => Some((n, column, name)),
+            _ => None,
         })
         .last()
 }
@@ -206,12 +213,9 @@ fn navigate(method: &str, params: &Value, docs: &BTreeMap<String, (i64, String)>
             let text = docs.get(uri).map(|(_, text)| text.as_str()).unwrap_or("");
             let mut top: Vec<Value> = Vec::new();
             for (n, line) in text.lines().enumerate() {
-                let indented = line.starts_with(' ');
-                let Some(rest) = line.trim_start().strip_prefix("def ") else {
+                let Some((column, name, indented)) = defined(line) else {
                     continue;
                 };
-                let name: String = rest.chars().take_while(|c| word_char(*c)).collect();
-                let column = line.len() - rest.len();
                 let symbol = json!({"name": name, "kind": if indented { 6 } else { 12 },
                     "range": range(n, 0, line.len()), "selectionRange": range(n, column, name.len()),
                     "children": []});
@@ -231,12 +235,10 @@ fn navigate(method: &str, params: &Value, docs: &BTreeMap<String, (i64, String)>
             let mut found = Vec::new();
             for (uri, (_, text)) in docs {
                 for (n, line) in text.lines().enumerate() {
-                    let Some(rest) = line.trim_start().strip_prefix("def ") else {
+                    let Some((column, name, _)) = defined(line) else {
                         continue;
                     };
-                    let name: String = rest.chars().take_while(|c| word_char(*c)).collect();
                     if name.contains(query) {
-                        let column = line.len() - rest.len();
                         found.push(json!({"name": name, "kind": 12, "containerName": "fakemod",
                             "location": {"uri": uri, "range": range(n, column, name.len())}}));
                     }
@@ -277,8 +279,7 @@ fn navigate(method: &str, params: &Value, docs: &BTreeMap<String, (i64, String)>
                     for (callee, (c_uri, c_line, c_column)) in docs
                         .values()
                         .flat_map(|(_, t)| t.lines())
-                        .filter_map(|l| l.strip_prefix("def "))
-                        .map(|r| r.chars().take_while(|c| word_char(*c)).collect::<String>())
+                        .filter_map(|l| Some(defined(l)?.1))
                         .filter_map(|callee| Some((callee.clone(), definition_of(&callee, docs)?)))
                     {
                         if let Some(i) = line.find(&format!("{callee}(")) {
@@ -294,48 +295,31 @@ fn navigate(method: &str, params: &Value, docs: &BTreeMap<String, (i64, String)>
     })
 }
 
-/// The `WorkspaceEdit` renaming the word at the position (ASCII text: columns are bytes).
+/// The `WorkspaceEdit` renaming the word at the position wherever it stands in an open
+/// document (ASCII text: columns are bytes), plus an insertion at the start of PATH for each
+/// open document's line `rename-also:PATH`.
 fn rename(params: &Value, docs: &BTreeMap<String, (i64, String)>) -> Value {
-    let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
-    let line = params["position"]["line"].as_u64().unwrap_or(0) as usize;
-    let at = params["position"]["character"].as_u64().unwrap_or(0) as usize;
-    let new_name = params["newName"].as_str().unwrap_or("");
-    let text = docs.get(uri).map(|(_, text)| text.as_str()).unwrap_or("");
-    let line_text = text.lines().nth(line).unwrap_or("");
-    let start = line_text[..at.min(line_text.len())]
-        .rfind(|c: char| !word_char(c))
-        .map_or(0, |i| i + 1);
-    let end = line_text[start..]
-        .find(|c: char| !word_char(c))
-        .map_or(line_text.len(), |i| start + i);
-    let word = &line_text[start..end];
-    let mut changes = serde_json::Map::new();
+    let word = word_at(params, docs);
     if word.is_empty() {
         return Value::Null;
     }
-    for (doc, (_, text)) in docs {
-        let mut edits = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            for (i, _) in line.match_indices(word) {
-                let before = line[..i].chars().next_back();
-                let after = line[i + word.len()..].chars().next();
-                if before.is_some_and(word_char) || after.is_some_and(word_char) {
-                    continue;
-                }
-                edits.push(json!({
-                    "range": {"start": {"line": n, "character": i}, "end": {"line": n, "character": i + word.len()}},
-                    "newText": new_name
-                }));
-            }
-            if let Some(path) = line.strip_prefix("rename-also:") {
-                changes.insert(
-                    format!("file://{}", path.trim()),
-                    json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "newText": "x"}]),
-                );
-            }
-        }
-        if !edits.is_empty() {
-            changes.insert(doc.clone(), Value::Array(edits));
+    let new_name = params["newName"].as_str().unwrap_or("");
+    let mut changes: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (doc, line, column) in places(&word, docs) {
+        changes
+            .entry(doc)
+            .or_default()
+            .push(json!({"range": range(line, column, word.len()), "newText": new_name}));
+    }
+    for (_, text) in docs.values() {
+        for path in text
+            .lines()
+            .filter_map(|line| line.strip_prefix("rename-also:"))
+        {
+            changes.insert(
+                format!("file://{}", path.trim()),
+                vec![json!({"range": range(0, 0, 0), "newText": "x"})],
+            );
         }
     }
     json!({ "changes": changes })
