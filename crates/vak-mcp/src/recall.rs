@@ -66,7 +66,10 @@ impl Tool for Recall {
 
     fn claims(&self, args: &RecallArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         let _ = (args, ctx);
-        vak_tool_core::Claims::none().state("recall ledger", vak_tool_core::Access::Read)
+        vak_tool_core::Claims::none().state(
+            vak_tool_core::StateKey::RECALL_LEDGER,
+            vak_tool_core::Access::Read,
+        )
     }
 
     fn claims_rule(&self) -> String {

@@ -58,9 +58,6 @@ const METHOD_NOT_FOUND: i64 = -32601;
 )]
 const INVALID_PARAMS: i64 = -32602;
 
-/// The state `bash` and `jobs` claim: the jobs, which [`jobs`] keeps for such requests.
-const JOBS_STATE: &str = "jobs";
-
 /// Pending approvals kept at most; the oldest is dropped past it.
 const MAX_PENDING: usize = 1024;
 
@@ -161,7 +158,8 @@ impl Stateless {
         let keeps = claims.state.iter().find(|state| {
             state.access == Access::Write
                 && name != RECALL
-                && !(state.name == JOBS_STATE && self.jobs.enabled())
+                // The jobs `bash` and `jobs` claim, which [`jobs`] keeps for such requests.
+                && !(state.name == vak_tool_core::StateKey::JOBS && self.jobs.enabled())
         });
         if let Some(state) = keeps {
             return Gate::Refused(ToolOutput::error(format!(

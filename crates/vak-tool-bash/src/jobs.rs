@@ -279,7 +279,7 @@ impl Tool for Jobs {
     fn claims(&self, args: &JobsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         let _ = (args, ctx);
         vak_tool_core::Claims::none()
-            .state("jobs", vak_tool_core::Access::Write)
+            .state(vak_tool_core::StateKey::JOBS, vak_tool_core::Access::Write)
             .process()
     }
 

@@ -311,7 +311,7 @@ impl Tool for Bash {
             .process()
             .network();
         if args.run_in_background.unwrap_or(false) {
-            claims.state("jobs", vak_tool_core::Access::Write)
+            claims.state(vak_tool_core::StateKey::JOBS, vak_tool_core::Access::Write)
         } else {
             claims
         }

@@ -247,6 +247,9 @@ fn answer(
     }
 }
 
+/// The session state `commitments` reads: the ledger of commitments.
+const COMMITMENTS: vak_tool_core::StateKey = vak_tool_core::StateKey::new("commitments");
+
 const LEFT_AS_IS: &str = "The file was left exactly as it is: nothing was repaired or \
                           overwritten. Do not delete, replace or edit it yourself; tell the \
                           person, and carry on with your task meanwhile.";
@@ -349,7 +352,7 @@ impl Tool for CommitmentsTool {
 
     fn claims(&self, args: &CommitmentsArgs, ctx: &ToolContext) -> vak_tool_core::Claims {
         let _ = (args, ctx);
-        vak_tool_core::Claims::none().state("commitments", vak_tool_core::Access::Read)
+        vak_tool_core::Claims::none().state(COMMITMENTS, vak_tool_core::Access::Read)
     }
 
     fn claims_rule(&self) -> String {

@@ -61,11 +61,42 @@ impl PathClaim {
     }
 }
 
+/// A piece of session state that calls claim. Each is one constant, so that every crate names
+/// a shared state by the same value (bash's jobs are also the MCP server's sessionless jobs)
+/// and a misspelt name does not compile: the states several crates use are here, a crate's
+/// own state is its own constant made with [`StateKey::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct StateKey(&'static str);
+
+impl StateKey {
+    /// The background jobs of `bash`, which `jobs` lists and drives.
+    pub const JOBS: Self = Self("jobs");
+    /// The whole results the MCP server keeps for `recall`.
+    pub const RECALL_LEDGER: Self = Self("recall ledger");
+
+    /// A state of one crate, by its name (shown in `list --json` and in claims summaries).
+    pub const fn new(name: &'static str) -> Self {
+        Self(name)
+    }
+
+    /// Its name.
+    pub const fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 /// One piece of session state a call uses (`jobs`, `recall ledger`, `commitments`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateClaim {
-    /// The state's name; two claims name the same state when the names are equal.
-    pub name: String,
+    /// The state; two claims name the same state when the keys are equal.
+    pub name: StateKey,
     /// Read or write.
     pub access: Access,
 }
@@ -135,13 +166,10 @@ impl Claims {
         self.path(path, Access::Write, true)
     }
 
-    /// Uses the session state `name`.
+    /// Uses the session state `key`.
     #[must_use]
-    pub fn state(mut self, name: &str, access: Access) -> Self {
-        self.state.push(StateClaim {
-            name: name.to_owned(),
-            access,
-        });
+    pub fn state(mut self, key: StateKey, access: Access) -> Self {
+        self.state.push(StateClaim { name: key, access });
         self
     }
 
@@ -300,18 +328,18 @@ mod tests {
             (Claims::everything(), Claims::none(), true),
             (Claims::everything(), Claims::none().network(), true),
             (
-                Claims::none().state("jobs", Access::Write),
-                Claims::none().state("jobs", Access::Read),
+                Claims::none().state(StateKey::JOBS, Access::Write),
+                Claims::none().state(StateKey::JOBS, Access::Read),
                 true,
             ),
             (
-                Claims::none().state("jobs", Access::Read),
-                Claims::none().state("jobs", Access::Read),
+                Claims::none().state(StateKey::JOBS, Access::Read),
+                Claims::none().state(StateKey::JOBS, Access::Read),
                 false,
             ),
             (
-                Claims::none().state("jobs", Access::Write),
-                Claims::none().state("ledger", Access::Write),
+                Claims::none().state(StateKey::JOBS, Access::Write),
+                Claims::none().state(StateKey::new("ledger"), Access::Write),
                 false,
             ),
         ];
@@ -326,7 +354,7 @@ mod tests {
         let claims = Claims::none()
             .write_file(p("/w/a"))
             .read_tree(p("/w/src"))
-            .state("jobs", Access::Write)
+            .state(StateKey::JOBS, Access::Write)
             .process()
             .network();
         assert_eq!(

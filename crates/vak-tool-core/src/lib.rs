@@ -84,7 +84,7 @@ mod tool;
 mod writer;
 
 pub use args::parse_args;
-pub use claims::{Access, Claims, PathClaim, StateClaim};
+pub use claims::{Access, Claims, PathClaim, StateClaim, StateKey};
 pub use context::{ContextError, PathPolicy, ToolContext};
 pub use observer::ChangeObserver;
 pub use output::{Content, ToolOutput};

@@ -11,7 +11,7 @@ use super::store::{Change, Record, State, Store};
 use super::{Direction, Recorder, UndoSettings, apply};
 
 /// The session state the change records are claimed as (calls that file or read them).
-const RECORDS: &str = "change records";
+const RECORDS: vak_tool_core::StateKey = vak_tool_core::StateKey::new("change records");
 
 /// A file tool whose changes are recorded for `undo`: the paths its claims say it writes are
 /// looked at before and after the call.
