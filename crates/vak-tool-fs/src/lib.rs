@@ -60,6 +60,7 @@ mod file_kind;
 mod glob;
 mod grep;
 mod hash;
+mod layer;
 mod legacy_encoding;
 mod line_count;
 #[cfg(feature = "notebook")]
@@ -84,18 +85,18 @@ pub use settings::FsSettings;
 pub use undo::UndoSettings;
 pub use writer::TransactionWriter;
 
-use self::recovering::Recovering;
+use self::recovering::recovering;
 
 /// Adds this crate's tools to a registry, with the limits of `settings`.
 pub fn register(registry: &mut Registry, settings: &FsSettings) {
     // Each tool first finishes or undoes a transaction a crash interrupted.
-    registry.register(Recovering(patch::ApplyPatchTool::new(settings)));
-    registry.register(Recovering(edit::EditTool::new(settings)));
-    registry.register(Recovering(glob::Glob::new(settings)));
-    registry.register(Recovering(grep::Grep::new(settings)));
-    registry.register(Recovering(read::ReadTool::new(settings)));
-    registry.register(Recovering(tree::TreeTool));
-    registry.register(Recovering(write::WriteTool::new(settings)));
+    registry.register(recovering(patch::ApplyPatchTool::new(settings)));
+    registry.register(recovering(edit::EditTool::new(settings)));
+    registry.register(recovering(glob::Glob::new(settings)));
+    registry.register(recovering(grep::Grep::new(settings)));
+    registry.register(recovering(read::ReadTool::new(settings)));
+    registry.register(recovering(tree::TreeTool));
+    registry.register(recovering(write::WriteTool::new(settings)));
 }
 
 /// Adds this crate's tools like [`register`], with `write`, `edit` and `apply_patch` leaving a
@@ -116,19 +117,19 @@ pub fn register(registry: &mut Registry, settings: &FsSettings) {
 /// ```
 #[cfg(feature = "undo")]
 pub fn register_with_undo(registry: &mut Registry, settings: &FsSettings, undo: &UndoSettings) {
-    registry.register(Recovering(undo::recorded(
+    registry.register(recovering(undo::recorded(
         patch::ApplyPatchTool::new(settings),
         undo,
     )));
-    registry.register(Recovering(undo::recorded(
+    registry.register(recovering(undo::recorded(
         edit::EditTool::new(settings),
         undo,
     )));
-    registry.register(Recovering(glob::Glob::new(settings)));
-    registry.register(Recovering(grep::Grep::new(settings)));
-    registry.register(Recovering(read::ReadTool::new(settings)));
-    registry.register(Recovering(tree::TreeTool));
-    registry.register(Recovering(undo::recorded(
+    registry.register(recovering(glob::Glob::new(settings)));
+    registry.register(recovering(grep::Grep::new(settings)));
+    registry.register(recovering(read::ReadTool::new(settings)));
+    registry.register(recovering(tree::TreeTool));
+    registry.register(recovering(undo::recorded(
         write::WriteTool::new(settings),
         undo,
     )));

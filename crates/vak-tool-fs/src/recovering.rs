@@ -1,4 +1,4 @@
-//! [`Recovering`]: the first file-tool call of a session finishes or undoes the transactions a
+//! [`Recovery`]: the first file-tool call of a session finishes or undoes the transactions a
 //! crash interrupted ([`crate::commit::recover`]), so no tool ever reads a workspace left half
 //! written.
 //!
@@ -19,9 +19,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
-use vak_tool_core::{Capability, Claims, Content, Tool, ToolContext, ToolError, ToolOutput};
+use vak_tool_core::{Content, Tool, ToolContext, ToolError, ToolOutput};
 
 use crate::commit::{Recovered, recover};
+use crate::layer::{Layer, Layered};
 
 /// What [`recover_at_start`] did, per (resolved) workspace, until a result says it.
 static START_NOTES: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
@@ -64,9 +65,17 @@ pub fn take_start_note(workspace: &Path) -> Option<String> {
     Some(notes.swap_remove(at).1)
 }
 
-/// A file tool that makes sure [`crate::commit::recover`] ran on its workspace in this session
-/// before its call.
-pub(crate) struct Recovering<T>(pub(crate) T);
+/// The layer that makes sure [`crate::commit::recover`] ran on the workspace in this session
+/// before a file tool's call.
+pub(crate) struct Recovery;
+
+/// `tool`, recovering its workspace first.
+pub(crate) fn recovering<T: Tool>(tool: T) -> Layered<T, Recovery> {
+    Layered {
+        tool,
+        layer: Recovery,
+    }
+}
 
 /// The session's recoveries: one per workspace, run by the first call that needs it.
 #[derive(Default)]
@@ -176,48 +185,15 @@ pub(crate) fn with_note(mut output: ToolOutput, note: &str) -> ToolOutput {
     output
 }
 
-impl<T: Tool> Tool for Recovering<T> {
-    type Args = T::Args;
-
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn description(&self) -> String {
-        self.0.description()
-    }
-
-    fn capabilities(&self) -> Vec<Capability> {
-        self.0.capabilities()
-    }
-
-    fn floor(&self) -> bool {
-        self.0.floor()
-    }
-
-    fn long_running(&self) -> bool {
-        self.0.long_running()
-    }
-
-    fn output_schema(&self) -> Option<serde_json::Value> {
-        self.0.output_schema()
-    }
-
-    fn check(&self, args: &T::Args, ctx: &ToolContext) -> Result<(), ToolError> {
-        self.0.check(args, ctx)
-    }
-
-    fn claims(&self, args: &T::Args, ctx: &ToolContext) -> Claims {
-        self.0.claims(args, ctx)
-    }
-
-    fn claims_rule(&self) -> String {
-        self.0.claims_rule()
-    }
-
-    async fn run(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+impl Layer for Recovery {
+    async fn around<T: Tool>(
+        &self,
+        tool: &T,
+        args: T::Args,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         recover_once(ctx).await;
-        let result = self.0.run(args, ctx).await;
+        let result = tool.run(args, ctx).await;
         let session = ctx.session().state::<SessionRecovery>().take_note();
         let note = match (take_start_note(ctx.workspace()), session) {
             (Some(start), Some(session)) => format!("{start}\n{session}"),

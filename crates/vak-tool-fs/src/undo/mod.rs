@@ -45,11 +45,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use vak_tool_core::{Registry, ToolContext, human};
+use vak_tool_core::{Registry, Tool, ToolContext, human};
 
 use self::store::{Change, Record, State, Store, state_of};
 use crate::commit::{Expect, Stamp, Transaction};
-use crate::recovering::Recovering;
+use crate::recovering::recovering;
 
 /// `[undo]` of `.vak/config.toml`: how much the change records may keep.
 ///
@@ -78,20 +78,25 @@ impl Default for UndoSettings {
 
 /// Adds `changes`, `undo` and `redo` to a registry.
 pub(crate) fn register(registry: &mut Registry) {
-    registry.register(Recovering(tools::ChangesTool));
-    registry.register(Recovering(tools::UndoTool {
+    registry.register(recovering(tools::ChangesTool));
+    registry.register(recovering(tools::UndoTool {
         direction: Direction::Undo,
     }));
-    registry.register(Recovering(tools::UndoTool {
+    registry.register(recovering(tools::UndoTool {
         direction: Direction::Redo,
     }));
 }
 
 /// `tool`, its changes recorded for `undo` with `settings`.
-pub(crate) fn recorded<T>(tool: T, settings: &UndoSettings) -> tools::Recorded<T> {
-    tools::Recorded {
+pub(crate) fn recorded<T: Tool>(
+    tool: T,
+    settings: &UndoSettings,
+) -> crate::layer::Layered<T, tools::Records> {
+    crate::layer::Layered {
         tool,
-        settings: settings.clone(),
+        layer: tools::Records {
+            settings: settings.clone(),
+        },
     }
 }
 

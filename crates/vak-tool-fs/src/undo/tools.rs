@@ -1,4 +1,4 @@
-//! The tools `changes`, `undo` and `redo`, and [`Recorded`], the wrapper that gives `write`,
+//! The tools `changes`, `undo` and `redo`, and [`Records`], the layer that gives `write`,
 //! `edit` and `apply_patch` their change records.
 
 use std::path::PathBuf;
@@ -9,60 +9,25 @@ use vak_tool_core::{Access, Capability, Claims, Tool, ToolContext, ToolError, To
 
 use super::store::{Change, Record, State, Store};
 use super::{Direction, Recorder, UndoSettings, apply};
+use crate::layer::Layer;
 
 /// The session state the change records are claimed as (calls that file or read them).
 const RECORDS: vak_tool_core::StateKey = vak_tool_core::StateKey::new("change records");
 
-/// A file tool whose changes are recorded for `undo`: the paths its claims say it writes are
-/// looked at before and after the call.
-pub(crate) struct Recorded<T> {
-    pub(crate) tool: T,
+/// The layer that records a file tool's changes for `undo`: the paths its claims say it
+/// writes are looked at before and after the call.
+pub(crate) struct Records {
     pub(crate) settings: UndoSettings,
 }
 
-impl<T: Tool> Tool for Recorded<T> {
-    type Args = T::Args;
-
-    fn name(&self) -> &str {
-        self.tool.name()
-    }
-
-    fn description(&self) -> String {
-        self.tool.description()
-    }
-
-    fn capabilities(&self) -> Vec<Capability> {
-        self.tool.capabilities()
-    }
-
-    fn floor(&self) -> bool {
-        self.tool.floor()
-    }
-
-    fn long_running(&self) -> bool {
-        self.tool.long_running()
-    }
-
-    fn output_schema(&self) -> Option<serde_json::Value> {
-        self.tool.output_schema()
-    }
-
-    fn check(&self, args: &T::Args, ctx: &ToolContext) -> Result<(), ToolError> {
-        self.tool.check(args, ctx)
-    }
-
-    // The tool's own claims: filing a record takes the store's lock, so two recorded calls on
-    // different files still run in parallel.
-    fn claims(&self, args: &T::Args, ctx: &ToolContext) -> Claims {
-        self.tool.claims(args, ctx)
-    }
-
-    fn claims_rule(&self) -> String {
-        self.tool.claims_rule()
-    }
-
-    async fn run(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let claims = self.tool.claims(&args, ctx);
+impl Layer for Records {
+    async fn around<T: Tool>(
+        &self,
+        tool: &T,
+        args: T::Args,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let claims = tool.claims(&args, ctx);
         let paths: Vec<PathBuf> = claims
             .paths
             .iter()
@@ -76,13 +41,13 @@ impl<T: Tool> Tool for Recorded<T> {
                 .any(|claim| claim.access == Access::Write && claim.subtree))
         .then(|| "the paths it writes could not be worked out before it ran".to_owned());
         let recorder = Recorder::new(&self.settings, ctx);
-        let tool = self.tool.name().to_owned();
+        let name = tool.name().to_owned();
         let before =
-            tokio::task::spawn_blocking(move || recorder.before(&tool, &paths, not_kept)).await;
+            tokio::task::spawn_blocking(move || recorder.before(&name, &paths, not_kept)).await;
         let Ok(capture) = before else {
-            return self.tool.run(args, ctx).await;
+            return tool.run(args, ctx).await;
         };
-        let result = self.tool.run(args, ctx).await;
+        let result = tool.run(args, ctx).await;
         let note = tokio::task::spawn_blocking(move || capture.after())
             .await
             .unwrap_or_else(|error| {
