@@ -27,14 +27,19 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
-/// Whether `pid` is a live process (a zombie, over but not yet reaped, is dead for our
-/// purposes).
+/// The kernel's `PF_EXITING` flag: the process has begun to exit (after SIGKILL, say) and
+/// runs no more of its own code.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether `pid` is a live process. A zombie, over but not yet reaped, is dead for our
+/// purposes, and so is a process that has begun to exit: the kernel is tearing it down (a
+/// killed namespace's processes take a moment), as the tools themselves count it.
 #[must_use]
 pub fn process_alive(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|fields| {
-        fields
-            .first()
-            .is_some_and(|state| state != "Z" && state != "X")
+        let state = fields.first().map(String::as_str);
+        let flags = fields.get(6).and_then(|flags| flags.parse::<u64>().ok());
+        !matches!(state, None | Some("Z" | "X")) && flags.is_some_and(|f| f & PF_EXITING == 0)
     })
 }
 

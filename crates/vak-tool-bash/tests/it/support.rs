@@ -159,7 +159,8 @@ pub(crate) fn carrying(marker: &str) -> Vec<(u32, String)> {
                     .any(|id| id == marker.as_bytes())
             })
         });
-        if tagged {
+        // One that has begun to exit is over: the kernel is ending it.
+        if tagged && procs::process_alive(pid) {
             found.push((pid, procs::cmdline(pid).unwrap_or_default()));
         }
     }
