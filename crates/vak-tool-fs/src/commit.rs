@@ -154,6 +154,20 @@ pub enum CommitError {
         /// The target.
         path: PathBuf,
     },
+    /// The change would plant something git runs outside the sandbox (a hook, a config key
+    /// that names a program): see `git_surface`.
+    #[error(
+        "`{}` was not written: {why}. The file tools never write what git runs at the \
+         person's next `git` command. Make the change another way (`git config --unset`, a \
+         setting the person adds by hand), or ask the person to make it",
+        path.display()
+    )]
+    GitSurface {
+        /// The file.
+        path: PathBuf,
+        /// What it would plant.
+        why: String,
+    },
     /// The operating system refused.
     #[error("cannot {action} `{}`: {source}", path.display())]
     Io {
@@ -170,7 +184,7 @@ impl CommitError {
     /// The path the error concerns.
     pub fn path(&self) -> &Path {
         match self {
-            Self::Changed { path } | Self::Io { path, .. } => path,
+            Self::Changed { path } | Self::GitSurface { path, .. } | Self::Io { path, .. } => path,
         }
     }
 
@@ -178,7 +192,7 @@ impl CommitError {
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
             Self::Io { source, .. } => Some(source.kind()),
-            Self::Changed { .. } => None,
+            Self::Changed { .. } | Self::GitSurface { .. } => None,
         }
     }
 }
@@ -288,6 +302,17 @@ impl Transaction {
         self,
         mut hook: impl FnMut(usize, &Path) -> io::Result<()>,
     ) -> Result<Vec<Outcome>, CommitError> {
+        // Judged before anything is written: a refusal leaves every file as it was.
+        for entry in &self.entries {
+            if let Change::Write(bytes) = &entry.change
+                && let Some(why) = crate::git_surface::judge(&entry.path, bytes)
+            {
+                return Err(CommitError::GitSurface {
+                    path: entry.path.clone(),
+                    why,
+                });
+            }
+        }
         let mut run = Run::new(&self)?;
         #[cfg(test)]
         {
@@ -333,7 +358,7 @@ pub(crate) fn write_one(
             _ => Err(io::Error::other("the write left no outcome")),
         },
         Err(CommitError::Io { source, .. }) => Err(source),
-        Err(error @ CommitError::Changed { .. }) => Err(io::Error::other(error.to_string())),
+        Err(error) => Err(io::Error::other(error.to_string())),
     }
 }
 

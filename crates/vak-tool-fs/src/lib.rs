@@ -57,6 +57,7 @@ mod claims;
 pub mod commit;
 mod edit;
 mod file_kind;
+mod git_surface;
 mod glob;
 mod grep;
 mod hash;

@@ -4,6 +4,7 @@
 mod edit;
 mod fidelity;
 mod formats;
+mod git_surface;
 mod glob;
 mod grep;
 #[cfg(feature = "image")]
