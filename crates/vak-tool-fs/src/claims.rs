@@ -33,6 +33,22 @@ pub(crate) fn read_tree(ctx: &ToolContext, path: Option<&str>) -> Claims {
     }
 }
 
+/// The path a deletion of `path` removes: a symbolic link itself (in its resolved folder), not
+/// the file it names; otherwise the path resolved as every tool resolves it.
+pub(crate) fn resolve_for_delete(
+    ctx: &ToolContext,
+    path: impl AsRef<std::path::Path>,
+) -> Result<PathBuf, vak_tool_core::PathError> {
+    let path = path.as_ref();
+    let given = ctx.cwd().join(path);
+    if std::fs::symlink_metadata(&given).is_ok_and(|meta| meta.is_symlink())
+        && let (Some(parent), Some(name)) = (given.parent(), given.file_name())
+    {
+        return Ok(ctx.resolve_path(parent)?.join(name));
+    }
+    ctx.resolve_path(path)
+}
+
 /// Writes every file a patch names (`Add`, `Delete`, `Update` and `Move to` headers); the whole
 /// workspace when one of them does not resolve, so that a patch the scheduler cannot read
 /// through is still ordered against every file call.
@@ -53,7 +69,12 @@ pub(crate) fn patch(ctx: &ToolContext, patch: &str) -> Claims {
         else {
             continue;
         };
-        match ctx.resolve_path(name) {
+        let resolved = if line.starts_with("*** Delete File:") {
+            resolve_for_delete(ctx, name)
+        } else {
+            ctx.resolve_path(name)
+        };
+        match resolved {
             Ok(path) => paths.push(path),
             Err(_) => return Claims::none().write_tree(ctx.workspace()),
         }

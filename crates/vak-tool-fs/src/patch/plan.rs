@@ -240,19 +240,13 @@ impl Planner<'_> {
             path: path.to_owned(),
             error,
         };
-        let mut resolved = self.ctx.resolve_path(path).map_err(shown_error)?;
         // A symbolic link to delete is removed itself, not the file it names.
-        let given = self.ctx.cwd().join(path);
-        if for_delete
-            && fs::symlink_metadata(&given).is_ok_and(|meta| meta.is_symlink())
-            && let (Some(parent), Some(name)) = (given.parent(), given.file_name())
-        {
-            resolved = self
-                .ctx
-                .resolve_path(parent)
-                .map_err(shown_error)?
-                .join(name);
+        let resolved = if for_delete {
+            crate::claims::resolve_for_delete(self.ctx, path)
+        } else {
+            self.ctx.resolve_path(path)
         }
+        .map_err(shown_error)?;
         if !self.slots.contains_key(&resolved) {
             let shown = self.ctx.display_path(&resolved);
             self.slots.insert(resolved.clone(), Slot::new(shown));

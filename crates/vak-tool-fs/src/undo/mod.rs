@@ -158,13 +158,18 @@ impl Recorder {
             return capture;
         }
         let mut seen = std::collections::HashSet::new();
+        // A symbolic link is looked at itself (a patch deletes the link) and as the file it
+        // names (a write goes through it).
+        let mut looked: Vec<PathBuf> = Vec::new();
         for path in paths {
-            let path = match std::fs::symlink_metadata(path) {
-                Ok(meta) if meta.is_symlink() => {
-                    std::fs::canonicalize(path).unwrap_or_else(|_| path.clone())
-                }
-                _ => path.clone(),
-            };
+            if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_symlink()) {
+                looked.push(path.clone());
+                looked.push(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+            } else {
+                looked.push(path.clone());
+            }
+        }
+        for path in looked {
             // The folders a write will make, outermost first.
             let mut missing = Vec::new();
             let mut folder = path.parent();

@@ -480,11 +480,13 @@ impl Tool for UndoTool {
         let journal = crate::commit::journal_dir(ctx);
         let direction = self.direction;
         let policy = ctx.clone();
-        let allowed = move |path: &std::path::Path| match policy.resolve_path(path) {
-            Ok(resolved) if resolved == path => Ok(()),
-            Ok(resolved) => Err(format!("it resolves to {}", resolved.display())),
-            Err(error) => Err(error.to_string()),
-        };
+        // A link a record changes is changed itself: it is resolved as a deletion is.
+        let allowed =
+            move |path: &std::path::Path| match crate::claims::resolve_for_delete(&policy, path) {
+                Ok(resolved) if resolved == path => Ok(()),
+                Ok(resolved) => Err(format!("it resolves to {}", resolved.display())),
+                Err(error) => Err(error.to_string()),
+            };
         let result = tokio::task::spawn_blocking(move || {
             apply(&store, &journal, &args.call_id, direction, &allowed)
         })

@@ -165,6 +165,24 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            name: "a patch deletes a symbolic link, and undo makes the link again",
+            max_bytes: 1 << 20,
+            seed: |root| {
+                fs::write(root.join("target.txt"), "kept\n").unwrap();
+                std::os::unix::fs::symlink("target.txt", root.join("link.txt")).unwrap();
+            },
+            calls: vec![(
+                "c1",
+                "apply_patch",
+                json!({"patch": "*** Begin Patch\n*** Delete File: link.txt\n*** End Patch\n"}),
+            )],
+            meddle: nothing,
+            steps: vec![
+                step("undo", "c1", true, &["link.txt"], End::Seed),
+                step("redo", "c1", true, &["link.txt"], End::Calls),
+            ],
+        },
+        Case {
             name: "rename (a move with an edit) and an add, in one patch",
             max_bytes: 1 << 20,
             seed: |root| fs::write(root.join("mover.txt"), "I move\n").unwrap(),
