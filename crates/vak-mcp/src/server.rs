@@ -579,9 +579,17 @@ impl Server {
         result.is_error = Some(output.is_error);
         // The data beside the text, whole (the tools bound what they return).
         result.structured_content = output.structured;
+        // The id that `recall`, `changes`, `undo` and `redo` take, for clients and runtimes
+        // (the text names it only where a window cuts it).
+        let mut meta = serde_json::Map::new();
+        meta.insert(CALL_ID_META.to_owned(), serde_json::Value::String(id));
+        result.meta = Some(rmcp::model::MetaObject(meta));
         result
     }
 }
+
+/// The `_meta` key of a result that names its call id.
+pub(crate) const CALL_ID_META: &str = "vak/call_id";
 
 /// A call whose request has been taken in: its place in the queue, its tool and arguments, the
 /// mode the person approved it for (see [`Server::prepare`]).

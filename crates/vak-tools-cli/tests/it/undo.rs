@@ -93,6 +93,13 @@ async fn an_mcp_call_is_undone_by_its_call_id_after_the_session_ended() {
         .unwrap();
     let text = crate::mcp::text_of(&result);
     assert!(!text.contains("change record"), "{text}");
+    // The id `changes`, `undo` and `recall` take, beside the result.
+    let meta = result.meta.as_ref().map(|meta| meta.0.clone());
+    assert_eq!(
+        meta.as_ref().and_then(|meta| meta.get("vak/call_id")),
+        Some(&json!("c1")),
+        "{meta:?}"
+    );
     client.cancel().await.unwrap();
     assert_eq!(fs::read_to_string(ws.join("a.txt")).unwrap(), "after\n");
 
