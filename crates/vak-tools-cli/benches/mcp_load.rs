@@ -9,6 +9,10 @@
 //! - over stdio, a `vak-tools mcp` process started for each session (what a runtime does
 //!   without a shared server): the same workload, the same figures.
 //!
+//! With `-- haproxy` instead: one server direct against two servers behind Debian's HAProxy
+//! with the shipped `deploy/haproxy/haproxy.cfg`, alternated, the same workload (p50, p99,
+//! throughput and their ratios).
+//!
 //! `cargo bench -p vak-tools-cli --bench mcp_load` (or `cargo xtask bench mcp-load`) runs both
 //! with the release build; `-- http` or `-- stdio` runs one, `--sessions N --at-once N` change
 //! the counts, `--server-env NAME=VALUE` (repeatable) starts the HTTP server with that in its
@@ -57,6 +61,7 @@ const IDLE: Duration = Duration::from_secs(15);
 struct Options {
     http: bool,
     stdio: bool,
+    haproxy: bool,
     sessions: usize,
     at_once: usize,
     server_env: Vec<(String, String)>,
@@ -78,9 +83,11 @@ fn options() -> Option<Options> {
     };
     let only_http = args.iter().any(|arg| arg == "http");
     let only_stdio = args.iter().any(|arg| arg == "stdio");
+    let haproxy = args.iter().any(|arg| arg == "haproxy");
     Some(Options {
-        http: only_http || !only_stdio,
-        stdio: only_stdio || !only_http,
+        http: !haproxy && (only_http || !only_stdio),
+        stdio: !haproxy && (only_stdio || !only_http),
+        haproxy,
         sessions: value("--sessions").map_or(1000, |n| n.parse().expect("--sessions N")),
         at_once: value("--at-once").map_or(100, |n| n.parse().expect("--at-once N")),
         server_env: args
@@ -116,6 +123,64 @@ fn main() {
     if options.stdio {
         runtime.block_on(stdio(&options));
     }
+    if options.haproxy {
+        runtime.block_on(haproxy(&options));
+    }
+}
+
+/// One server direct against two servers behind HAProxy with the shipped configuration
+/// (sticky by `Mcp-Session-Id`), alternated over `ROUNDS` pairs in one run: the same workload,
+/// every result checked; p50, p99 and throughput of each arm, and their ratios.
+async fn haproxy(options: &Options) {
+    const ROUNDS: usize = 2;
+    let (one, a, b) = (workspace(), workspace(), workspace());
+    let direct = start_http(&options.server, one.path(), &[]).unwrap();
+    let server_a = start_http(&options.server, a.path(), &[]).unwrap();
+    let server_b = start_http(&options.server, b.path(), &[]).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = load::start_proxy(scratch.path(), server_a.port, server_b.port).unwrap();
+    println!("\n## one server direct against two behind HAProxy (deploy/haproxy/haproxy.cfg)");
+    for target in [direct.port, proxy.port] {
+        session(&Target::Http { port: target }, "warm", None)
+            .await
+            .unwrap();
+    }
+    for round in 1..=ROUNDS {
+        let mut figures = Vec::new();
+        for (arm, port) in [("direct", direct.port), ("haproxy", proxy.port)] {
+            let started = Instant::now();
+            let outcomes = run_sessions(
+                &Target::Http { port },
+                options.sessions,
+                options.at_once,
+                &format!("{arm}{round}-"),
+                None,
+            )
+            .await;
+            let wall = started.elapsed();
+            let (p50, p99) = latencies(&outcomes);
+            let calls: usize = outcomes
+                .iter()
+                .filter_map(|outcome| outcome.as_ref().ok())
+                .map(|outcome| outcome.calls.len())
+                .sum();
+            report(&format!("round {round}, {arm}"), outcomes, wall);
+            figures.push((p50, p99, calls as f64 / wall.as_secs_f64()));
+        }
+        let ((d50, d99, dput), (h50, h99, hput)) = (figures[0], figures[1]);
+        println!(
+            "round {round}: haproxy over direct: p50 {:.1} -> {:.1} ms ({:.2}x), p99 {:.1} -> {:.1} ms \
+             ({:.2}x), throughput {dput:.0} -> {hput:.0} calls/s ({:.2}x)",
+            ms(d50),
+            ms(h50),
+            h50.as_secs_f64() / d50.as_secs_f64(),
+            ms(d99),
+            ms(h99),
+            h99.as_secs_f64() / d99.as_secs_f64(),
+            hput / dput,
+        );
+    }
+    drop(proxy);
 }
 
 /// Milliseconds, with a fraction.

@@ -3,81 +3,12 @@
 //! without a session reaches the server of the workspace it names, and a server that dies ends
 //! only its own sessions (404 for them) while the other keeps serving.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::http::{TOKEN, eventually, open_session, post, serve, workspace};
-
-const HAPROXY: &str = "/usr/sbin/haproxy";
-
-/// HAProxy, killed when dropped.
-struct Proxy {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The shipped configuration with the servers at `a` and `b`, listening on a free port.
-fn start_proxy(dir: &Path, a: u16, b: u16) -> Proxy {
-    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy");
-    let shipped = std::fs::read_to_string(deploy.join("haproxy.cfg")).unwrap();
-    let map = dir.join("workspaces.map");
-    std::fs::copy(deploy.join("workspaces.map"), &map).unwrap();
-    let port = free_port();
-    let config = shipped
-        .replace("bind :8765", &format!("bind 127.0.0.1:{port}"))
-        .replace("10.0.0.11:8765", &format!("127.0.0.1:{a}"))
-        .replace("10.0.0.12:8765", &format!("127.0.0.1:{b}"))
-        .replace("/etc/haproxy/workspaces.map", &map.display().to_string());
-    for placeholder in ["bind :8765", "10.0.0.1", "/etc/haproxy"] {
-        assert!(
-            !config.contains(placeholder),
-            "{placeholder} left in the test's copy"
-        );
-    }
-    let path = dir.join("haproxy.cfg");
-    std::fs::write(&path, config).unwrap();
-    let check = Command::new(HAPROXY)
-        .args(["-c", "-f"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let child = Command::new(HAPROXY)
-        .args(["-db", "-f"])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let proxy = Proxy { child, port };
-    eventually("haproxy listens", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    proxy
-}
+use crate::http::{TOKEN, open_session, post, serve, workspace};
+use crate::load::{HAPROXY, start_proxy};
 
 /// What `cat shard` printed, in a `bash` result (the first line of its standard output).
 fn shard_in(message: &Value) -> String {
@@ -146,7 +77,7 @@ fn behind_haproxy_sessions_stick_workspaces_route_and_a_dead_server_ends_only_it
     let mut server_a = serve(dir_a.path(), &[], Some(TOKEN));
     let server_b = serve(dir_b.path(), &[], Some(TOKEN));
     let scratch = tempfile::tempdir().unwrap();
-    let proxy = start_proxy(scratch.path(), server_a.port, server_b.port);
+    let proxy = start_proxy(scratch.path(), server_a.port, server_b.port).unwrap();
     let port = proxy.port;
     // Sessions opened through the proxy land on both servers, and each sticks to its own.
     let mut sessions: Vec<(String, String)> = Vec::new();

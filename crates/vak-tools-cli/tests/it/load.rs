@@ -815,3 +815,71 @@ pub(crate) async fn http_call(
     )
     .await
 }
+
+/// Debian's HAProxy.
+pub(crate) const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// Debian's HAProxy with the shipped configuration (`deploy/haproxy/haproxy.cfg`) in front of
+/// the servers at ports `a` and `b`, killed when dropped.
+pub(crate) struct Proxy {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts HAProxy on a free port of 127.0.0.1 with the shipped configuration, its servers and
+/// files put at `a`, `b` and in `dir`; checks the configuration first and waits until it
+/// listens.
+pub(crate) fn start_proxy(dir: &Path, a: u16, b: u16) -> Result<Proxy, String> {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy");
+    let shipped = std::fs::read_to_string(deploy.join("haproxy.cfg")).map_err(|e| e.to_string())?;
+    let map = dir.join("workspaces.map");
+    std::fs::copy(deploy.join("workspaces.map"), &map).map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let config = shipped
+        .replace("bind :8765", &format!("bind 127.0.0.1:{port}"))
+        .replace("10.0.0.11:8765", &format!("127.0.0.1:{a}"))
+        .replace("10.0.0.12:8765", &format!("127.0.0.1:{b}"))
+        .replace("/etc/haproxy/workspaces.map", &map.display().to_string());
+    for placeholder in ["bind :8765", "10.0.0.1", "/etc/haproxy"] {
+        if config.contains(placeholder) {
+            return Err(format!("{placeholder} left in the copy of haproxy.cfg"));
+        }
+    }
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).map_err(|e| e.to_string())?;
+    let check = std::process::Command::new(HAPROXY)
+        .args(["-c", "-f"])
+        .arg(&path)
+        .output()
+        .map_err(|e| format!("{HAPROXY}: {e}"))?;
+    if !check.status.success() {
+        return Err(String::from_utf8_lossy(&check.stderr).into_owned());
+    }
+    let child = std::process::Command::new(HAPROXY)
+        .args(["-db", "-f"])
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{HAPROXY}: {e}"))?;
+    let proxy = Proxy { child, port };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("haproxy did not listen within 30 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(proxy)
+}
