@@ -33,6 +33,7 @@ mod auth;
 mod batch;
 mod cors;
 mod health;
+pub mod oauth;
 mod peers;
 mod plain_json;
 mod sessions;
