@@ -76,6 +76,8 @@ pub struct HttpOptions {
     pub token: Option<Vec<u8>>,
     /// PEM certificate chain and private key, for HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Where the issuer's documents are fetched from when `[mcp.oauth]` is set.
+    pub oauth_source: Option<Arc<dyn oauth::DocumentSource>>,
 }
 
 impl HttpOptions {
@@ -85,12 +87,19 @@ impl HttpOptions {
             addr: addr.into(),
             token: None,
             tls: None,
+            oauth_source: None,
         }
     }
 
     /// Every request must carry `Authorization: Bearer <token>`.
     pub fn with_token(mut self, token: impl Into<Vec<u8>>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// `[mcp.oauth]`'s issuer documents (metadata, keys) are fetched through `source`.
+    pub fn with_oauth_source(mut self, source: Arc<dyn oauth::DocumentSource>) -> Self {
+        self.oauth_source = Some(source);
         self
     }
 
@@ -108,6 +117,8 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Front {
     rmcp: StreamableHttpService<Server, LocalSessionManager>,
     token: Option<Vec<u8>>,
+    /// `[mcp.oauth]`: access tokens of an issuer, besides the static token.
+    oauth: Option<oauth::Resource>,
     loopback: bool,
     max_body_bytes: usize,
     /// The messages a batch may hold (`[mcp] max_batch`).
@@ -135,7 +146,27 @@ pub async fn serve(
         ServeError::Setup(format!("cannot read the listening address: {error}"))
     })?;
     let loopback = local.ip().is_loopback();
-    if options.token.is_none() && !loopback {
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let oauth = match (&server.settings().oauth, options.oauth_source.clone()) {
+        (None, _) => None,
+        (Some(settings), Some(source)) => Some(oauth::Resource::new(
+            settings.clone(),
+            format!("{scheme}://{local}{MCP_PATH}"),
+            source,
+        )),
+        (Some(_), None) => {
+            return Err(ServeError::Setup(
+                "[mcp.oauth] is set but this server was given no way to fetch the issuer's \
+                 documents"
+                    .to_owned(),
+            ));
+        }
+    };
+    if options.token.is_none() && oauth.is_none() && !loopback {
         return Err(ServeError::Setup(format!(
             "{local} is not a loopback address: a bearer token is required there (--token-file \
              FILE or {TOKEN_ENV}); --no-auth is for loopback only"
@@ -179,6 +210,7 @@ pub async fn serve(
     let front = Arc::new(Front {
         rmcp,
         token: options.token,
+        oauth,
         loopback,
         max_body_bytes: settings.max_body_bytes,
         max_batch: settings.max_batch.max(1),
@@ -186,8 +218,9 @@ pub async fn serve(
         allowed_origins: settings.allowed_origins.clone(),
         server: sessions.clone(),
     });
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let auth = if front.token.is_some() {
+    let auth = if front.oauth.is_some() {
+        "OAuth access token required"
+    } else if front.token.is_some() {
         "bearer token required"
     } else {
         "no authentication (--no-auth)"
@@ -325,13 +358,28 @@ impl Front {
         if request.uri().path() == HEALTH_PATH && request.method() == Method::GET {
             return health::answer(&self.sessions, &self.server);
         }
+        if let Some(resource) = &self.oauth
+            && request.method() == Method::GET
+            && (request.uri().path() == oauth::METADATA_PATH
+                || request.uri().path() == format!("{}{MCP_PATH}", oauth::METADATA_PATH))
+        {
+            return json(StatusCode::OK, &resource.metadata());
+        }
         if request.uri().path() != MCP_PATH {
             return plain(
                 StatusCode::NOT_FOUND,
                 &format!("MCP is served at {MCP_PATH} (and a health line at {HEALTH_PATH})"),
             );
         }
-        if let Some(token) = &self.token
+        if let Some(resource) = &self.oauth {
+            let static_token = self
+                .token
+                .as_ref()
+                .is_some_and(|token| auth::bearer_matches(request.headers(), token));
+            if !static_token && let Err(refusal) = oauth_check(resource, request.headers()).await {
+                return refusal;
+            }
+        } else if let Some(token) = &self.token
             && !auth::bearer_matches(request.headers(), token)
         {
             let mut response = plain(
@@ -533,6 +581,59 @@ impl Front {
 }
 
 /// The refusal of a request whose id is that of another in flight in its session.
+/// The OAuth check of a request without the static token: a valid access token granting a
+/// mode, else the refusal (401 with the challenge, 403 `insufficient_scope`, 503).
+async fn oauth_check(
+    resource: &oauth::Resource,
+    headers: &HeaderMap,
+) -> Result<oauth::Grant, Response<Body>> {
+    let challenge = |status: StatusCode, text: &str, value: String| {
+        let mut response = plain(status, text);
+        if let Ok(value) = header::HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    };
+    let Some(token) = auth::bearer(headers) else {
+        return Err(challenge(
+            StatusCode::UNAUTHORIZED,
+            "an OAuth access token is required: Authorization: Bearer TOKEN (see the \
+             WWW-Authenticate header's resource_metadata)",
+            resource.challenge(),
+        ));
+    };
+    match resource.validate(token).await {
+        Ok(grant) if grant.mode.is_some() => Ok(grant),
+        Ok(_) => {
+            let scope = resource.scopes().first().cloned().unwrap_or_default();
+            Err(challenge(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "insufficient_scope: the token grants none of this server's scopes; {scope} is needed"
+                ),
+                resource.scope_challenge(&scope),
+            ))
+        }
+        Err(oauth::Refusal::Invalid(reason)) => Err(challenge(
+            StatusCode::UNAUTHORIZED,
+            &format!("invalid_token: {reason}"),
+            resource.invalid_challenge(&reason),
+        )),
+        Err(oauth::Refusal::Unavailable(reason)) => {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the issuer's keys are unavailable: {reason}"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("10"));
+            Err(response)
+        }
+    }
+}
+
 pub(crate) fn duplicate_id(id: Value) -> Value {
     error_reply(
         Some(id),

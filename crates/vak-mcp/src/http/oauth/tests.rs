@@ -144,7 +144,8 @@ async fn a_good_token_grants_its_subject_and_widest_mode() {
 async fn wrong_issuer_audience_time_and_subject_are_refused() {
     let key = es256("k1");
     let (resource, _) = resource(&[&key]);
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Change = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Change)> = vec![
         (
             "another issuer",
             Box::new(|c| c["iss"] = json!("http://127.0.0.1:4001")),
