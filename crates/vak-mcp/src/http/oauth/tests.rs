@@ -1,3 +1,6 @@
+//! `[mcp.oauth]`'s token check against keys each test makes, the issuer's documents served
+//! from memory.
+
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 
