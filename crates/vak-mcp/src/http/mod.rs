@@ -119,6 +119,9 @@ struct Front {
     token: Option<Vec<u8>>,
     /// `[mcp.oauth]`: access tokens of an issuer, besides the static token.
     oauth: Option<oauth::Resource>,
+    /// With `[mcp.oauth]`: who opened each session (`oauth ISSUER SUB`, or `static` for the
+    /// static token); anyone else naming it gets 404.
+    owners: std::sync::Mutex<std::collections::HashMap<String, String>>,
     loopback: bool,
     max_body_bytes: usize,
     /// The messages a batch may hold (`[mcp] max_batch`).
@@ -211,6 +214,7 @@ pub async fn serve(
         rmcp,
         token: options.token,
         oauth,
+        owners: std::sync::Mutex::default(),
         loopback,
         max_body_bytes: settings.max_body_bytes,
         max_batch: settings.max_batch.max(1),
@@ -376,9 +380,15 @@ impl Front {
                 .token
                 .as_ref()
                 .is_some_and(|token| auth::bearer_matches(request.headers(), token));
-            if !static_token && let Err(refusal) = oauth_check(resource, request.headers()).await {
-                return refusal;
-            }
+            let owner = if static_token {
+                "static".to_owned()
+            } else {
+                match oauth_check(resource, request.headers()).await {
+                    Ok(grant) => format!("oauth {} {}", resource.issuer(), grant.subject),
+                    Err(refusal) => return refusal,
+                }
+            };
+            return self.owned(request, owner).await;
         } else if let Some(token) = &self.token
             && !auth::bearer_matches(request.headers(), token)
         {
@@ -392,6 +402,12 @@ impl Front {
             );
             return response;
         }
+        self.authorized(request).await
+    }
+
+    /// A request whose credential passed: a DELETE of an unknown session is 404, the rest is
+    /// MCP, the session it names kept busy until the answer has been sent.
+    async fn authorized(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let deletes = request.method() == Method::DELETE;
         if deletes
             && request.headers().contains_key(sessions::SESSION_HEADER)
@@ -412,6 +428,40 @@ impl Front {
             self.sessions.deleted(&headers);
         }
         sessions::busy_until_sent(response, busy)
+    }
+
+    /// With `[mcp.oauth]`: a request naming a session another credential opened gets 404 (as
+    /// one never issued); the session an `initialize` opens is its credential's.
+    async fn owned(self: &Arc<Self>, request: Request<Incoming>, owner: String) -> Response<Body> {
+        let named = request
+            .headers()
+            .get(sessions::SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if let Some(named) = &named
+            && let Ok(owners) = self.owners.lock()
+            && owners.get(named).is_some_and(|opener| *opener != owner)
+        {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "no such session: it ended already or was never issued to this credential",
+            );
+        }
+        let response = self.authorized(request).await;
+        if named.is_none()
+            && let Some(opened) = response
+                .headers()
+                .get(sessions::SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+            && let Ok(mut owners) = self.owners.lock()
+        {
+            // Forget the owners of sessions that ended, so the map stays as small as they.
+            if owners.len() >= 2 * self.sessions.max().max(1) {
+                owners.retain(|name, _| self.sessions.is_open(name));
+            }
+            owners.insert(opened.to_owned(), owner);
+        }
+        response
     }
 
     /// The answer to a request whose `Host` is wrong: none or several (400, RFC 9112), or on a

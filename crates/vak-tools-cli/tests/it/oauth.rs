@@ -119,6 +119,18 @@ fn access_tokens_of_the_configured_issuer_are_taken_and_discovered() {
     let good = token(&signing, &issuer, &audience, "alice", "vak:read");
     let reply = post(&initialize_request()).bearer(&good).send(port);
     assert_eq!(reply.status, 200, "{reply:?}");
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    // The session is its subject's: another subject naming it gets 404, its own is served.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let bob = token(&signing, &issuer, &audience, "bob", "vak:read");
+    for (who, credential, status) in [("bob", &bob, 404), ("alice", &good, 200)] {
+        let reply = post(&list)
+            .bearer(credential)
+            .with("Mcp-Session-Id", session.clone())
+            .with("MCP-Protocol-Version", "2025-06-18")
+            .send(port);
+        assert_eq!(reply.status, status, "{who}: {reply:?}");
+    }
     // A token for another resource, of another issuer, or unsigned by it: 401 invalid_token.
     let (impostor, _) = key();
     for (what, bad) in [

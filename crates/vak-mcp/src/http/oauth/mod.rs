@@ -126,6 +126,11 @@ impl Resource {
         }
     }
 
+    /// The issuer tokens must come from.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.settings.issuer
+    }
+
     /// The scopes configured, least mode first, each once.
     pub(crate) fn scopes(&self) -> Vec<String> {
         let mut scopes: Vec<(&String, PermissionMode)> = self
