@@ -43,6 +43,8 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use vak_tool_core::PermissionMode;
+
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
@@ -384,11 +386,17 @@ impl Front {
                 "static".to_owned()
             } else {
                 match oauth_check(resource, request.headers()).await {
-                    Ok(grant) => format!("oauth {} {}", resource.issuer(), grant.subject),
+                    Ok(grant) => {
+                        let owner = format!("oauth {} {}", resource.issuer(), grant.subject);
+                        let granted = grant
+                            .mode
+                            .map(|mode| oauth::narrower(mode, self.server.mode()));
+                        return GRANTED.scope(granted, self.owned(request, owner)).await;
+                    }
                     Err(refusal) => return refusal,
                 }
             };
-            return self.owned(request, owner).await;
+            return GRANTED.scope(None, self.owned(request, owner)).await;
         } else if let Some(token) = &self.token
             && !auth::bearer_matches(request.headers(), token)
         {
@@ -505,6 +513,43 @@ impl Front {
         None
     }
 
+    /// With `[mcp.oauth]`: a `tools/call` (alone or in a batch) of a tool the token's mode does
+    /// not let run without asking is 403 `insufficient_scope`, naming the least scope that does.
+    fn beyond_scope(&self, message: &Value) -> Option<Response<Body>> {
+        let resource = self.oauth.as_ref()?;
+        let granted = GRANTED.try_with(|granted| *granted).ok().flatten()?;
+        let calls: Vec<&Value> = match message {
+            Value::Array(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        let needed = calls
+            .into_iter()
+            .filter(|call| call.get("method").and_then(Value::as_str) == Some("tools/call"))
+            .filter_map(|call| call.pointer("/params/name").and_then(Value::as_str))
+            .filter_map(|name| self.server.registry().spec(name))
+            .filter_map(|spec| {
+                [
+                    PermissionMode::ReadOnly,
+                    PermissionMode::WorkspaceWrite,
+                    PermissionMode::FullAccess,
+                ]
+                .into_iter()
+                .find(|mode| vak_tool_core::posture(spec, *mode) == vak_tool_core::Posture::Allow)
+            })
+            .find(|needed| oauth::narrower(*needed, granted) != *needed)?;
+        let scope = resource.scope_for(needed)?;
+        let mut response = plain(
+            StatusCode::FORBIDDEN,
+            &format!("insufficient_scope: this call needs the scope {scope}"),
+        );
+        if let Ok(value) = header::HeaderValue::from_str(&resource.scope_challenge(&scope)) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        Some(response)
+    }
+
     /// The MCP answer to a request that passed the checks.
     async fn answer(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
@@ -542,6 +587,9 @@ impl Front {
                     );
                 }
             };
+            if let Some(refusal) = self.beyond_scope(&message) {
+                return refusal;
+            }
             if let Value::Array(items) = message {
                 return self.batch(&parts, items).await;
             }
@@ -630,7 +678,12 @@ impl Front {
     }
 }
 
-/// The refusal of a request whose id is that of another in flight in its session.
+tokio::task_local! {
+    /// With `[mcp.oauth]`: the mode the request's access token grants (`None` for the static
+    /// token, which is not bounded by scopes).
+    static GRANTED: Option<PermissionMode>;
+}
+
 /// The OAuth check of a request without the static token: a valid access token granting a
 /// mode, else the refusal (401 with the challenge, 403 `insufficient_scope`, 503).
 async fn oauth_check(
@@ -684,6 +737,7 @@ async fn oauth_check(
     }
 }
 
+/// The refusal of a request whose id is that of another in flight in its session.
 pub(crate) fn duplicate_id(id: Value) -> Value {
     error_reply(
         Some(id),

@@ -131,6 +131,29 @@ fn access_tokens_of_the_configured_issuer_are_taken_and_discovered() {
             .send(port);
         assert_eq!(reply.status, status, "{who}: {reply:?}");
     }
+    // A write beyond the token's scope: 403 naming vak:write; the same with vak:write runs.
+    let touch = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "write", "arguments": {"path": "made", "content": "x"}}});
+    let writer = token(&signing, &issuer, &audience, "alice", "vak:read vak:write");
+    for (credential, status) in [(&good, 403), (&writer, 200)] {
+        let reply = post(&touch)
+            .bearer(credential)
+            .with("Mcp-Session-Id", session.clone())
+            .with("MCP-Protocol-Version", "2025-06-18")
+            .send(port);
+        assert_eq!(reply.status, status, "{reply:?}");
+        if status == 403 {
+            assert!(
+                reply
+                    .header("www-authenticate")
+                    .is_some_and(|value| value.contains("insufficient_scope")
+                        && value.contains("scope=\"vak:write\"")),
+                "{reply:?}"
+            );
+            assert!(!dir.path().join("made").exists(), "a refused write ran");
+        }
+    }
+    assert!(dir.path().join("made").exists());
     // A token for another resource, of another issuer, or unsigned by it: 401 invalid_token.
     let (impostor, _) = key();
     for (what, bad) in [

@@ -105,6 +105,11 @@ fn rank(mode: PermissionMode) -> u8 {
     }
 }
 
+/// The narrower of two modes.
+pub(crate) fn narrower(a: PermissionMode, b: PermissionMode) -> PermissionMode {
+    if rank(a) <= rank(b) { a } else { b }
+}
+
 impl Resource {
     /// The resource server of `settings`; `default_audience` (`http(s)://ADDR/mcp`) when the
     /// settings name none.
@@ -144,7 +149,6 @@ impl Resource {
     }
 
     /// The least scope that grants `mode` or more (what a 403 names).
-    #[cfg(test)]
     pub(crate) fn scope_for(&self, mode: PermissionMode) -> Option<String> {
         let scopes = self.scopes();
         scopes.into_iter().find(|scope| {
