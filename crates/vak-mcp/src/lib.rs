@@ -65,5 +65,5 @@ mod tasks;
 pub use error::ServeError;
 pub use recall::{RECALL, Recall};
 pub use server::{SHUTDOWN_GRACE, Server};
-pub use settings::McpSettings;
+pub use settings::{McpSettings, OAuthSettings};
 pub use tasks::{KEPT_AFTER_END, MAX_TASKS, TASK_TTL, TaskSupport};

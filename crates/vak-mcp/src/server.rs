@@ -119,6 +119,11 @@ impl Server {
         &self.inner.settings
     }
 
+    /// The permission mode it was made with.
+    pub(crate) fn mode(&self) -> PermissionMode {
+        self.inner.mode
+    }
+
     /// The tool calls running now (across every session made from this server).
     pub fn calls_running(&self) -> usize {
         self.inner.calls.len()

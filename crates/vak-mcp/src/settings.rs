@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 /// max_batch = 1000            # messages in one JSON-RPC batch
 /// sessionless_jobs_max = 32   # background jobs of requests without a session, per server
 /// sessionless_jobs_per_credential = 8  # ... of those, per bearer token
+///
+/// [mcp.oauth]                 # OAuth 2.1 access tokens (see OAuthSettings)
+/// issuer = "https://auth.example.com"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -70,6 +73,92 @@ pub struct McpSettings {
     /// `mcp --http`: of [`McpSettings::sessionless_jobs_max`], the jobs one credential (one
     /// bearer token; everyone with `--no-auth`) may hold at once (8).
     pub sessionless_jobs_per_credential: usize,
+    /// `mcp --http`: `[mcp.oauth]`, act as an OAuth 2.1 resource server: access tokens of this
+    /// issuer are taken besides the static token. Absent by default.
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// `[mcp.oauth]`: the authorization server whose access tokens (JWTs) `mcp --http` takes.
+///
+/// ```toml
+/// [mcp.oauth]
+/// issuer = "https://auth.example.com"          # required; `iss` must be exactly this
+/// audience = "https://tools.example.com/mcp"   # `aud` must contain it (http(s)://ADDR/mcp)
+/// jwks_uri = "https://auth.example.com/jwks"   # default: from the issuer's metadata
+/// leeway_secs = 60                             # clock skew allowed for exp and nbf
+/// jwks_cache_secs = 300                        # keys kept this long
+/// jwks_refetch_secs = 10                       # an unknown kid refetches at most this often
+/// [mcp.oauth.scopes]                           # scope -> permission mode
+/// "vak:read" = "read-only"
+/// "vak:write" = "workspace-write"
+/// "vak:full" = "full-access"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// The authorization server's issuer identifier (its metadata's `issuer`).
+    pub issuer: String,
+    /// The audience tokens must name; `None`: `http(s)://ADDR/mcp` of the server.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Where the issuer's keys are; `None`: the `jwks_uri` of its metadata
+    /// (`/.well-known/oauth-authorization-server`, then `/.well-known/openid-configuration`).
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
+    /// Scope to permission mode; a token's mode is the widest its scopes grant, never wider
+    /// than the server's.
+    #[serde(default = "default_scopes")]
+    pub scopes: std::collections::BTreeMap<String, vak_tool_core::PermissionMode>,
+    /// Seconds of clock skew allowed for `exp` and `nbf` (60).
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+    /// Seconds the issuer's keys are kept before they are fetched again (300).
+    #[serde(default = "default_jwks_cache")]
+    pub jwks_cache_secs: u64,
+    /// A token naming an unknown `kid` refetches the keys, at most once per this many seconds
+    /// (10).
+    #[serde(default = "default_jwks_refetch")]
+    pub jwks_refetch_secs: u64,
+}
+
+impl OAuthSettings {
+    /// The settings for `issuer`, every other key at its default.
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: None,
+            jwks_uri: None,
+            scopes: default_scopes(),
+            leeway_secs: default_leeway(),
+            jwks_cache_secs: default_jwks_cache(),
+            jwks_refetch_secs: default_jwks_refetch(),
+        }
+    }
+}
+
+fn default_scopes() -> std::collections::BTreeMap<String, vak_tool_core::PermissionMode> {
+    use vak_tool_core::PermissionMode;
+    [
+        ("vak:read", PermissionMode::ReadOnly),
+        ("vak:write", PermissionMode::WorkspaceWrite),
+        ("vak:full", PermissionMode::FullAccess),
+    ]
+    .into_iter()
+    .map(|(scope, mode)| (scope.to_owned(), mode))
+    .collect()
+}
+
+fn default_leeway() -> u64 {
+    60
+}
+
+fn default_jwks_cache() -> u64 {
+    300
+}
+
+fn default_jwks_refetch() -> u64 {
+    10
 }
 
 impl Default for McpSettings {
@@ -87,6 +176,7 @@ impl Default for McpSettings {
             max_batch: 1000,
             sessionless_jobs_max: 32,
             sessionless_jobs_per_credential: 8,
+            oauth: None,
         }
     }
 }

@@ -50,7 +50,9 @@
 mod fetch;
 mod settings;
 
-pub use fetch::{MAX_REDIRECTS, WebFetch, WebFetchArgs};
+pub use fetch::{
+    DOCUMENT_BYTES, DOCUMENT_TIMEOUT, MAX_REDIRECTS, WebFetch, WebFetchArgs, get_document,
+};
 pub use settings::NetSettings;
 use vak_tool_core::Registry;
 

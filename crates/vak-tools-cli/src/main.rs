@@ -331,16 +331,33 @@ async fn run(cli: Cli) -> Result<ExitCode, Usage> {
                 return Ok(ExitCode::SUCCESS);
             };
             let mut options = vak_mcp::http::HttpOptions::new(addr);
+            let oauth = server.settings().oauth.is_some();
+            if oauth {
+                options = options.with_oauth_source(std::sync::Arc::new(IssuerDocuments));
+            }
             if !http.no_auth {
                 let token = vak_mcp::http::read_token(http.token_file.as_deref()).map_err(Usage)?;
-                let token = token.ok_or_else(|| {
-                    Usage(format!(
-                        "mcp --http needs a bearer token: --token-file FILE or {}; on a \
+                // With [mcp.oauth] the access tokens guard the server; a static token may
+                // stay on beside them.
+                if let Some(token) = &token
+                    && oauth
+                {
+                    options = options.with_token(token.clone());
+                }
+                let token = token.filter(|_| !oauth);
+                let token = match token {
+                    None if oauth => None,
+                    token => Some(token.ok_or_else(|| {
+                        Usage(format!(
+                            "mcp --http needs a bearer token: --token-file FILE or {}; on a \
                          loopback address --no-auth serves without one",
-                        vak_mcp::http::TOKEN_ENV
-                    ))
-                })?;
-                options = options.with_token(token);
+                            vak_mcp::http::TOKEN_ENV
+                        ))
+                    })?),
+                };
+                if let Some(token) = token {
+                    options = options.with_token(token);
+                }
             }
             if let Some((cert, key)) = http.tls_cert.zip(http.tls_key) {
                 options = options.with_tls(cert, key);
@@ -652,5 +669,15 @@ mod terminal_tests {
             super::terminal_hint(false, std::path::Path::new("/w")),
             None
         );
+    }
+}
+
+/// `[mcp.oauth]`'s issuer documents, fetched by vak-tool-net's guarded client.
+#[derive(Debug)]
+struct IssuerDocuments;
+
+impl vak_mcp::http::oauth::DocumentSource for IssuerDocuments {
+    fn get<'a>(&'a self, url: &'a str) -> vak_mcp::http::oauth::DocumentFuture<'a> {
+        Box::pin(vak_tools::net::get_document(url))
     }
 }

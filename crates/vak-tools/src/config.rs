@@ -413,6 +413,36 @@ mod tests {
         assert_eq!(config.mcp.max_calls, 3);
     }
 
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn the_mcp_oauth_section_is_parsed_with_its_defaults() {
+        use vak_tool_core::PermissionMode;
+        let config = Config::from_toml_str(
+            "[mcp.oauth]\nissuer = \"https://auth.example.com\"\nleeway_secs = 5\n",
+        )
+        .unwrap();
+        let oauth = config.mcp.oauth.unwrap();
+        assert_eq!(oauth.issuer, "https://auth.example.com");
+        assert_eq!(oauth.leeway_secs, 5);
+        assert_eq!(oauth.jwks_cache_secs, 300);
+        assert_eq!(oauth.jwks_refetch_secs, 10);
+        assert_eq!(oauth.audience, None);
+        assert_eq!(oauth.scopes["vak:write"], PermissionMode::WorkspaceWrite);
+        let config = Config::from_toml_str(
+            "[mcp.oauth]\nissuer = \"https://a.example\"\n[mcp.oauth.scopes]\n\"tools\" = \"full-access\"\n",
+        )
+        .unwrap();
+        let oauth = config.mcp.oauth.unwrap();
+        assert_eq!(oauth.scopes.len(), 1);
+        assert_eq!(oauth.scopes["tools"], PermissionMode::FullAccess);
+        // The issuer is required; an unknown key is refused.
+        assert!(Config::from_toml_str("[mcp.oauth]\nleeway_secs = 5\n").is_err());
+        assert!(
+            Config::from_toml_str("[mcp.oauth]\nissuer = \"https://a.example\"\nissuers = 1\n")
+                .is_err()
+        );
+    }
+
     /// The same `[net]` text in every build with the guard: `allow` reaches it, webfetch's keys
     /// are accepted and type-checked, an unknown key is refused.
     #[cfg(any(feature = "net", feature = "bash"))]

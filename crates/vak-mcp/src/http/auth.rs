@@ -186,6 +186,14 @@ fn valid_port(port: &str) -> bool {
     })
 }
 
+/// The credential of `Authorization: Bearer …`, if any.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// Whether `Authorization: Bearer …` carries `token`, compared in constant time.
 pub(crate) fn bearer_matches(headers: &HeaderMap, token: &[u8]) -> bool {
     let Some(value) = headers.get(header::AUTHORIZATION) else {

@@ -33,6 +33,7 @@ mod auth;
 mod batch;
 mod cors;
 mod health;
+pub mod oauth;
 mod peers;
 mod plain_json;
 mod sessions;
@@ -41,6 +42,8 @@ mod tls;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use vak_tool_core::PermissionMode;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
@@ -75,6 +78,8 @@ pub struct HttpOptions {
     pub token: Option<Vec<u8>>,
     /// PEM certificate chain and private key, for HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Where the issuer's documents are fetched from when `[mcp.oauth]` is set.
+    pub oauth_source: Option<Arc<dyn oauth::DocumentSource>>,
 }
 
 impl HttpOptions {
@@ -84,12 +89,19 @@ impl HttpOptions {
             addr: addr.into(),
             token: None,
             tls: None,
+            oauth_source: None,
         }
     }
 
     /// Every request must carry `Authorization: Bearer <token>`.
     pub fn with_token(mut self, token: impl Into<Vec<u8>>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// `[mcp.oauth]`'s issuer documents (metadata, keys) are fetched through `source`.
+    pub fn with_oauth_source(mut self, source: Arc<dyn oauth::DocumentSource>) -> Self {
+        self.oauth_source = Some(source);
         self
     }
 
@@ -107,6 +119,11 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Front {
     rmcp: StreamableHttpService<Server, LocalSessionManager>,
     token: Option<Vec<u8>>,
+    /// `[mcp.oauth]`: access tokens of an issuer, besides the static token.
+    oauth: Option<oauth::Resource>,
+    /// With `[mcp.oauth]`: who opened each session (`oauth ISSUER SUB`, or `static` for the
+    /// static token); anyone else naming it gets 404.
+    owners: std::sync::Mutex<std::collections::HashMap<String, String>>,
     loopback: bool,
     max_body_bytes: usize,
     /// The messages a batch may hold (`[mcp] max_batch`).
@@ -134,7 +151,27 @@ pub async fn serve(
         ServeError::Setup(format!("cannot read the listening address: {error}"))
     })?;
     let loopback = local.ip().is_loopback();
-    if options.token.is_none() && !loopback {
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let oauth = match (&server.settings().oauth, options.oauth_source.clone()) {
+        (None, _) => None,
+        (Some(settings), Some(source)) => Some(oauth::Resource::new(
+            settings.clone(),
+            format!("{scheme}://{local}{MCP_PATH}"),
+            source,
+        )),
+        (Some(_), None) => {
+            return Err(ServeError::Setup(
+                "[mcp.oauth] is set but this server was given no way to fetch the issuer's \
+                 documents"
+                    .to_owned(),
+            ));
+        }
+    };
+    if options.token.is_none() && oauth.is_none() && !loopback {
         return Err(ServeError::Setup(format!(
             "{local} is not a loopback address: a bearer token is required there (--token-file \
              FILE or {TOKEN_ENV}); --no-auth is for loopback only"
@@ -178,6 +215,8 @@ pub async fn serve(
     let front = Arc::new(Front {
         rmcp,
         token: options.token,
+        oauth,
+        owners: std::sync::Mutex::default(),
         loopback,
         max_body_bytes: settings.max_body_bytes,
         max_batch: settings.max_batch.max(1),
@@ -185,8 +224,9 @@ pub async fn serve(
         allowed_origins: settings.allowed_origins.clone(),
         server: sessions.clone(),
     });
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let auth = if front.token.is_some() {
+    let auth = if front.oauth.is_some() {
+        "OAuth access token required"
+    } else if front.token.is_some() {
         "bearer token required"
     } else {
         "no authentication (--no-auth)"
@@ -324,13 +364,40 @@ impl Front {
         if request.uri().path() == HEALTH_PATH && request.method() == Method::GET {
             return health::answer(&self.sessions, &self.server);
         }
+        if let Some(resource) = &self.oauth
+            && request.method() == Method::GET
+            && (request.uri().path() == oauth::METADATA_PATH
+                || request.uri().path() == format!("{}{MCP_PATH}", oauth::METADATA_PATH))
+        {
+            return json(StatusCode::OK, &resource.metadata());
+        }
         if request.uri().path() != MCP_PATH {
             return plain(
                 StatusCode::NOT_FOUND,
                 &format!("MCP is served at {MCP_PATH} (and a health line at {HEALTH_PATH})"),
             );
         }
-        if let Some(token) = &self.token
+        if let Some(resource) = &self.oauth {
+            let static_token = self
+                .token
+                .as_ref()
+                .is_some_and(|token| auth::bearer_matches(request.headers(), token));
+            let owner = if static_token {
+                "static".to_owned()
+            } else {
+                match oauth_check(resource, request.headers()).await {
+                    Ok(grant) => {
+                        let owner = format!("oauth {} {}", resource.issuer(), grant.subject);
+                        let granted = grant
+                            .mode
+                            .map(|mode| oauth::narrower(mode, self.server.mode()));
+                        return GRANTED.scope(granted, self.owned(request, owner)).await;
+                    }
+                    Err(refusal) => return refusal,
+                }
+            };
+            return GRANTED.scope(None, self.owned(request, owner)).await;
+        } else if let Some(token) = &self.token
             && !auth::bearer_matches(request.headers(), token)
         {
             let mut response = plain(
@@ -343,6 +410,12 @@ impl Front {
             );
             return response;
         }
+        self.authorized(request).await
+    }
+
+    /// A request whose credential passed: a DELETE of an unknown session is 404, the rest is
+    /// MCP, the session it names kept busy until the answer has been sent.
+    async fn authorized(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let deletes = request.method() == Method::DELETE;
         if deletes
             && request.headers().contains_key(sessions::SESSION_HEADER)
@@ -363,6 +436,40 @@ impl Front {
             self.sessions.deleted(&headers);
         }
         sessions::busy_until_sent(response, busy)
+    }
+
+    /// With `[mcp.oauth]`: a request naming a session another credential opened gets 404 (as
+    /// one never issued); the session an `initialize` opens is its credential's.
+    async fn owned(self: &Arc<Self>, request: Request<Incoming>, owner: String) -> Response<Body> {
+        let named = request
+            .headers()
+            .get(sessions::SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if let Some(named) = &named
+            && let Ok(owners) = self.owners.lock()
+            && owners.get(named).is_some_and(|opener| *opener != owner)
+        {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "no such session: it ended already or was never issued to this credential",
+            );
+        }
+        let response = self.authorized(request).await;
+        if named.is_none()
+            && let Some(opened) = response
+                .headers()
+                .get(sessions::SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+            && let Ok(mut owners) = self.owners.lock()
+        {
+            // Forget the owners of sessions that ended, so the map stays as small as they.
+            if owners.len() >= 2 * self.sessions.max().max(1) {
+                owners.retain(|name, _| self.sessions.is_open(name));
+            }
+            owners.insert(opened.to_owned(), owner);
+        }
+        response
     }
 
     /// The answer to a request whose `Host` is wrong: none or several (400, RFC 9112), or on a
@@ -406,6 +513,43 @@ impl Front {
         None
     }
 
+    /// With `[mcp.oauth]`: a `tools/call` (alone or in a batch) of a tool the token's mode does
+    /// not let run without asking is 403 `insufficient_scope`, naming the least scope that does.
+    fn beyond_scope(&self, message: &Value) -> Option<Response<Body>> {
+        let resource = self.oauth.as_ref()?;
+        let granted = GRANTED.try_with(|granted| *granted).ok().flatten()?;
+        let calls: Vec<&Value> = match message {
+            Value::Array(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        let needed = calls
+            .into_iter()
+            .filter(|call| call.get("method").and_then(Value::as_str) == Some("tools/call"))
+            .filter_map(|call| call.pointer("/params/name").and_then(Value::as_str))
+            .filter_map(|name| self.server.registry().spec(name))
+            .filter_map(|spec| {
+                [
+                    PermissionMode::ReadOnly,
+                    PermissionMode::WorkspaceWrite,
+                    PermissionMode::FullAccess,
+                ]
+                .into_iter()
+                .find(|mode| vak_tool_core::posture(spec, *mode) == vak_tool_core::Posture::Allow)
+            })
+            .find(|needed| oauth::narrower(*needed, granted) != *needed)?;
+        let scope = resource.scope_for(needed)?;
+        let mut response = plain(
+            StatusCode::FORBIDDEN,
+            &format!("insufficient_scope: this call needs the scope {scope}"),
+        );
+        if let Ok(value) = header::HeaderValue::from_str(&resource.scope_challenge(&scope)) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        Some(response)
+    }
+
     /// The MCP answer to a request that passed the checks.
     async fn answer(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
@@ -443,6 +587,9 @@ impl Front {
                     );
                 }
             };
+            if let Some(refusal) = self.beyond_scope(&message) {
+                return refusal;
+            }
             if let Value::Array(items) = message {
                 return self.batch(&parts, items).await;
             }
@@ -528,6 +675,65 @@ impl Front {
             "requests from a web page (Origin: {text}) are refused: the origins served are those \
              of [mcp] allowed_origins, and loopback ones on a loopback server"
         ))
+    }
+}
+
+tokio::task_local! {
+    /// With `[mcp.oauth]`: the mode the request's access token grants (`None` for the static
+    /// token, which is not bounded by scopes).
+    static GRANTED: Option<PermissionMode>;
+}
+
+/// The OAuth check of a request without the static token: a valid access token granting a
+/// mode, else the refusal (401 with the challenge, 403 `insufficient_scope`, 503).
+async fn oauth_check(
+    resource: &oauth::Resource,
+    headers: &HeaderMap,
+) -> Result<oauth::Grant, Response<Body>> {
+    let challenge = |status: StatusCode, text: &str, value: String| {
+        let mut response = plain(status, text);
+        if let Ok(value) = header::HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    };
+    let Some(token) = auth::bearer(headers) else {
+        return Err(challenge(
+            StatusCode::UNAUTHORIZED,
+            "an OAuth access token is required: Authorization: Bearer TOKEN (see the \
+             WWW-Authenticate header's resource_metadata)",
+            resource.challenge(),
+        ));
+    };
+    match resource.validate(token).await {
+        Ok(grant) if grant.mode.is_some() => Ok(grant),
+        Ok(_) => {
+            let scope = resource.scopes().first().cloned().unwrap_or_default();
+            Err(challenge(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "insufficient_scope: the token grants none of this server's scopes; {scope} is needed"
+                ),
+                resource.scope_challenge(&scope),
+            ))
+        }
+        Err(oauth::Refusal::Invalid(reason)) => Err(challenge(
+            StatusCode::UNAUTHORIZED,
+            &format!("invalid_token: {reason}"),
+            resource.invalid_challenge(&reason),
+        )),
+        Err(oauth::Refusal::Unavailable(reason)) => {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the issuer's keys are unavailable: {reason}"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("10"));
+            Err(response)
+        }
     }
 }
 

@@ -190,6 +190,11 @@ impl Sessions {
         self.entries().get(name).map(|entry| entry.server.clone())
     }
 
+    /// Whether the session `name` is open.
+    pub(super) fn is_open(&self, name: &str) -> bool {
+        self.entries().contains_key(name)
+    }
+
     /// A request arrives: it names a session (which is then active), and a POST keeps it busy
     /// until the returned guard is dropped (with the answer's body).
     pub(super) fn arrived(self: &Arc<Self>, method: &Method, headers: &HeaderMap) -> Option<Busy> {

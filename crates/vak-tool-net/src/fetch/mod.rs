@@ -2,8 +2,11 @@
 
 mod body;
 mod charset;
+mod document;
 mod error;
 mod http;
+
+pub use document::{DOCUMENT_BYTES, DOCUMENT_TIMEOUT, get_document};
 
 use std::fmt::Write as _;
 use std::sync::Arc;

@@ -19,6 +19,7 @@ mod jobs;
 #[allow(dead_code, reason = "the workload is shared with benches/mcp_load.rs")]
 mod load;
 mod mcp;
+mod oauth;
 mod procs;
 mod readme;
 mod recover;
