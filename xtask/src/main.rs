@@ -386,6 +386,43 @@ fn ensure_inspectors() -> Result<(), String> {
     Ok(())
 }
 
+/// The authorization server of the OAuth tests (`crates/vak-tools-cli/tests/it/oauth.rs`).
+const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
+
+/// Installs [`OIDC_PROVIDER`] (and Node.js 22) into target/oidc-provider with npm unless it is
+/// there: the real authorization server the OAuth tests start.
+fn ensure_oidc_provider() -> Result<(), String> {
+    npm_from_apt("the OAuth tests' authorization server")?;
+    if !on_path("npm") {
+        println!("xtask: no npm, so the OAuth test against oidc-provider will fail under CI");
+        return Ok(());
+    }
+    let dir = project_root().join("target/oidc-provider");
+    if dir.join("node_modules/oidc-provider/package.json").exists()
+        && dir.join("node_modules/.bin/node").exists()
+    {
+        return Ok(());
+    }
+    println!("xtask: installing {OIDC_PROVIDER} into {}", dir.display());
+    std::fs::create_dir_all(&dir)
+        .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
+    let prefix = dir.to_string_lossy().into_owned();
+    run(
+        "npm",
+        &[
+            "install",
+            "--prefix",
+            &prefix,
+            "--no-fund",
+            "--no-audit",
+            "--no-save",
+            conformance::NODE,
+            OIDC_PROVIDER,
+        ],
+        &[],
+    )
+}
+
 /// Whether npm's global folder holds TypeScript's `tsserver.js`.
 fn global_tsserver() -> bool {
     Command::new("npm")
@@ -501,6 +538,7 @@ fn ci() -> Result<(), String> {
     ensure_python_mcp()?;
     ensure_language_servers()?;
     ensure_inspectors()?;
+    ensure_oidc_provider()?;
     ensure_file_tools()?;
     ensure_haproxy()?;
     ensure_kubernetes_validate()?;

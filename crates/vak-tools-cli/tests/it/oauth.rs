@@ -202,3 +202,168 @@ fn access_tokens_of_the_configured_issuer_are_taken_and_discovered() {
         "{reply:?}"
     );
 }
+
+/// The folder `cargo xtask ci` installs oidc-provider and its Node.js 22 into.
+fn oidc_provider_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oidc-provider")
+}
+
+/// A real authorization server (oidc-provider, `oidc_issuer.mjs`) on 127.0.0.1, killed when
+/// dropped.
+struct RealIssuer {
+    child: std::process::Child,
+    base: String,
+    script: std::path::PathBuf,
+}
+
+impl Drop for RealIssuer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.script);
+    }
+}
+
+/// Starts oidc-provider, issuing RS256 JWT access tokens by client credentials (clients
+/// `reader`, scope `vak:read`, and `writer`, `vak:read vak:write`) for the resource a token
+/// request names.
+fn real_issuer() -> Option<RealIssuer> {
+    use std::io::BufRead;
+    let dir = oidc_provider_dir();
+    let node = dir.join("node_modules/.bin/node");
+    let found = if dir
+        .join("node_modules/oidc-provider/package.json")
+        .is_file()
+        && node.exists()
+    {
+        Ok(())
+    } else {
+        Err(format!("oidc-provider is not in {}", dir.display()))
+    };
+    if !vak_test_support::skip::present_or_skip(found, "`cargo xtask ci` installs it") {
+        return None;
+    }
+    // Beside its node_modules, so that `import 'oidc-provider'` resolves; one per test run.
+    let script = dir.join(format!("issuer-{}.mjs", std::process::id()));
+    std::fs::write(&script, include_str!("oidc_issuer.mjs")).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(&node)
+        .arg(&script)
+        .arg(port.to_string())
+        .arg("http://127.0.0.1:1/unused")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("listening"), "oidc-provider said {line:?}");
+    Some(RealIssuer {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        script,
+    })
+}
+
+/// An access token of `client` from the real issuer's token endpoint, for `resource`.
+fn client_token(issuer: &RealIssuer, client: &str, scope: &str, resource: &str) -> String {
+    let port: u16 = issuer.base.rsplit(':').next().unwrap().parse().unwrap();
+    let encode = |text: &str| -> String {
+        text.bytes()
+            .map(|byte| match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (byte as char).to_string()
+                }
+                _ => format!("%{byte:02X}"),
+            })
+            .collect()
+    };
+    let body = format!(
+        "grant_type=client_credentials&scope={}&resource={}",
+        encode(scope),
+        encode(resource)
+    );
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{client}:{client}-secret"));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /token HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Basic {basic}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let reply = crate::http::read_reply(&mut stream);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let answer: Value = serde_json::from_str(&reply.body).unwrap();
+    answer["access_token"].as_str().unwrap().to_owned()
+}
+
+/// Against a real authorization server: the access tokens oidc-provider issues (RS256 JWTs,
+/// `typ: at+jwt`, its development keys found through its OpenID metadata) are taken for the
+/// resource they name, their scopes bound what a call may do, and a session is its subject's.
+#[test]
+fn tokens_of_a_real_oidc_provider_are_taken_for_their_resource_and_scopes() {
+    let Some(issuer) = real_issuer() else {
+        return;
+    };
+    let dir = workspace(&format!("[mcp.oauth]\nissuer = \"{}\"\n", issuer.base));
+    let server = serve(dir.path(), &[], None);
+    let port = server.port;
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let reader = client_token(&issuer, "reader", "vak:read", &audience);
+    let writer = client_token(&issuer, "writer", "vak:read vak:write", &audience);
+    let header = jsonwebtoken::decode_header(&reader).unwrap();
+    assert_eq!(header.alg, Algorithm::RS256, "{header:?}");
+
+    let reply = post(&initialize_request()).bearer(&reader).send(port);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let touch = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "write", "arguments": {"path": "made", "content": "x"}}});
+    let in_session = |credential: &str, body: &Value, session: &str| {
+        post(body)
+            .bearer(credential)
+            .with("Mcp-Session-Id", session.to_owned())
+            .with("MCP-Protocol-Version", "2025-06-18")
+            .send(port)
+    };
+    // The reader may read, not write: 403 naming the scope to step up to.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(in_session(&reader, &list, &session).status, 200);
+    let refused = in_session(&reader, &touch, &session);
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused
+            .header("www-authenticate")
+            .is_some_and(|value| value.contains("scope=\"vak:write\"")),
+        "{refused:?}"
+    );
+    assert!(!dir.path().join("made").exists());
+    // Another client is another subject: the reader's session is not its.
+    assert_eq!(in_session(&writer, &list, &session).status, 404);
+    let reply = post(&initialize_request()).bearer(&writer).send(port);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let own = reply.header("mcp-session-id").unwrap().to_owned();
+    let wrote = in_session(&writer, &touch, &own);
+    assert_eq!(wrote.status, 200, "{wrote:?}");
+    assert!(dir.path().join("made").exists());
+    // A token the same issuer made for another resource: 401 invalid_token.
+    let elsewhere = client_token(&issuer, "writer", "vak:read", "http://127.0.0.1:1/mcp");
+    let reply = post(&initialize_request()).bearer(&elsewhere).send(port);
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert!(
+        reply
+            .header("www-authenticate")
+            .is_some_and(|value| value.contains("invalid_token")),
+        "{reply:?}"
+    );
+}
