@@ -259,12 +259,13 @@ fn real_issuer() -> Option<RealIssuer> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .unwrap();
+    stdout.read_line(&mut line).unwrap();
     assert!(line.starts_with("listening"), "oidc-provider said {line:?}");
+    // Its notices keep coming on standard output: drained, so that it never writes to a
+    // closed pipe (node ends on EPIPE).
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     Some(RealIssuer {
         child,
         base: format!("http://127.0.0.1:{port}"),
@@ -365,5 +366,40 @@ fn tokens_of_a_real_oidc_provider_are_taken_for_their_resource_and_scopes() {
             .header("www-authenticate")
             .is_some_and(|value| value.contains("invalid_token")),
         "{reply:?}"
+    );
+}
+
+/// The official Python SDK's OAuth client, with its defaults, against a real authorization
+/// server: 401 with the resource metadata, the issuer's metadata, dynamic client registration,
+/// authorization code with PKCE and `resource`, calls that read, 403 insufficient_scope on a
+/// write, a step-up to `vak:write`, and the write.
+#[test]
+fn the_python_sdks_oauth_client_registers_authorizes_steps_up_and_writes() {
+    let Some(issuer) = real_issuer() else {
+        return;
+    };
+    let dir = workspace(&format!("[mcp.oauth]\nissuer = \"{}\"\n", issuer.base));
+    let server = serve(dir.path(), &[], None);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let got = crate::sdk_defaults::python_client("sdk_oauth.py", &[std::ffi::OsStr::new(&url)]);
+    assert_eq!(got["glob_error"], false, "{got}");
+    assert_eq!(got["write_error"], false, "{got}");
+    assert!(got["tools"].as_u64().unwrap() > 5, "{got}");
+    // Two authorizations: the least scope first, then the step-up the 403 asked for.
+    assert_eq!(got["authorizations"], 2, "{got}");
+    let scopes: Vec<&str> = got["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|scope| scope.as_str().unwrap())
+        .collect();
+    assert!(
+        scopes[0].split(' ').any(|s| s == "vak:read") && !scopes[0].contains("vak:write"),
+        "{got}"
+    );
+    assert!(scopes[1].split(' ').any(|s| s == "vak:write"), "{got}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("by-sdk.txt")).unwrap(),
+        "made\n"
     );
 }
