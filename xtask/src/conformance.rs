@@ -361,23 +361,7 @@ fn ensure_suite(dir: &Path) -> Result<(), String> {
         );
     }
     println!("xtask: installing {NODE} and {SUITE} into target/conformance with npm");
-    std::fs::create_dir_all(dir)
-        .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
-    let prefix = dir.to_string_lossy().into_owned();
-    run(
-        "npm",
-        &[
-            "install",
-            "--prefix",
-            &prefix,
-            "--no-fund",
-            "--no-audit",
-            "--no-save",
-            NODE,
-            SUITE,
-        ],
-        &[],
-    )?;
+    crate::npm_install_into(dir, &[SUITE])?;
     if installed(dir) {
         Ok(())
     } else {

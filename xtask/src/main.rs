@@ -364,26 +364,29 @@ fn ensure_inspectors() -> Result<(), String> {
             "xtask: installing the MCP Inspector {version} into {}",
             dir.display()
         );
-        std::fs::create_dir_all(&dir)
-            .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
-        let prefix = dir.to_string_lossy().into_owned();
         let package = format!("@modelcontextprotocol/inspector@{version}");
-        run(
-            "npm",
-            &[
-                "install",
-                "--prefix",
-                &prefix,
-                "--no-fund",
-                "--no-audit",
-                "--no-save",
-                conformance::NODE,
-                &package,
-            ],
-            &[],
-        )?;
+        npm_install_into(&dir, &[&package])?;
     }
     Ok(())
+}
+
+/// `npm install`s `packages` into `dir` (made if missing), with Node.js 22 beside them: the
+/// JavaScript tools the tests run, each in its own folder under target/.
+fn npm_install_into(dir: &Path, packages: &[&str]) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
+    let prefix = dir.to_string_lossy().into_owned();
+    let mut args = vec![
+        "install",
+        "--prefix",
+        &prefix,
+        "--no-fund",
+        "--no-audit",
+        "--no-save",
+        conformance::NODE,
+    ];
+    args.extend_from_slice(packages);
+    run("npm", &args, &[])
 }
 
 /// The authorization server of the OAuth tests (`crates/vak-tools-cli/tests/it/oauth.rs`).
@@ -404,23 +407,7 @@ fn ensure_oidc_provider() -> Result<(), String> {
         return Ok(());
     }
     println!("xtask: installing {OIDC_PROVIDER} into {}", dir.display());
-    std::fs::create_dir_all(&dir)
-        .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
-    let prefix = dir.to_string_lossy().into_owned();
-    run(
-        "npm",
-        &[
-            "install",
-            "--prefix",
-            &prefix,
-            "--no-fund",
-            "--no-audit",
-            "--no-save",
-            conformance::NODE,
-            OIDC_PROVIDER,
-        ],
-        &[],
-    )
+    npm_install_into(&dir, &[OIDC_PROVIDER])
 }
 
 /// Whether npm's global folder holds TypeScript's `tsserver.js`.
