@@ -30,7 +30,7 @@ use tokio_util::sync::DropGuard;
 use tokio_util::task::TaskTracker;
 use vak_tool_core::{
     Admission, CancellationToken, Capability, Content, PermissionMode, Posture, Progress, Registry,
-    Scheduler, Session, ToolContext, ToolOutput, ToolSpec, posture,
+    Scheduler, Session, ToolContext, ToolOutput, ToolSpec,
 };
 use vak_window::{Recall as Marker, WINDOW_CHARS, window};
 
@@ -120,6 +120,7 @@ impl Server {
     }
 
     /// The permission mode it was made with.
+    #[cfg(feature = "http")]
     pub(crate) fn mode(&self) -> PermissionMode {
         self.inner.mode
     }
@@ -461,7 +462,7 @@ impl Server {
             return Err(ToolOutput::error(self.inner.registry.unknown_tool(name)));
         };
         let mut approved = None;
-        if posture(&spec, self.inner.mode) == Posture::Ask {
+        if self.inner.registry.posture(&spec, self.inner.mode) == Posture::Ask {
             // The person is asked only about a call that would run.
             self.inner.registry.check(name, &args, &self.inner.ctx)?;
             match approval::approve(&spec, &args, self.inner.mode, context).await {

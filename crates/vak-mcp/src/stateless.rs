@@ -171,7 +171,7 @@ impl Stateless {
                 state.name
             )));
         }
-        if vak_tool_core::posture(spec, mode) != Posture::Ask {
+        if registry.posture(spec, mode) != Posture::Ask {
             return Gate::Run;
         }
         // The person is asked only about a call that would run.

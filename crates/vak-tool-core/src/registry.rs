@@ -10,7 +10,9 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::{ChangeObserver, Claims, DynTool, FileWriter, ToolContext, ToolOutput, ToolSpec};
+use crate::{
+    ChangeObserver, Claims, DynTool, FileWriter, Posture, ToolContext, ToolOutput, ToolSpec,
+};
 
 /// Tools by name. Cloning is cheap: tools are shared behind `Arc`.
 ///
@@ -24,6 +26,9 @@ pub struct Registry {
     /// Tools this registry does not hold, by name, with why and what would bring them (a
     /// feature not compiled in, a setting that is off): said when one is called.
     absent: BTreeMap<String, String>,
+    /// The person's rules by tool name (`[permissions] allow` and `ask`), over the mode's
+    /// posture: see [`Registry::posture`].
+    rules: BTreeMap<String, Posture>,
 }
 
 /// A tool refused by [`Registry::try_register`]: the registry already holds a tool of that
@@ -166,6 +171,32 @@ impl Registry {
         )
     }
 
+    /// Takes tool `name` out (it is then neither listed nor run) and says `why` when it is
+    /// called: what `[permissions] deny` does. Whether it was there.
+    pub fn withdraw(&mut self, name: &str, why: impl Into<String>) -> bool {
+        let held = self.tools.remove(name).is_some();
+        self.absent.insert(name.to_owned(), why.into());
+        held
+    }
+
+    /// Sets the person's rule for tool `name`: [`Posture::Allow`] runs it without asking
+    /// (`[permissions] allow`; it never widens what the call may do, a command keeps its mode's
+    /// sandbox), [`Posture::Ask`] asks before every call even where the mode would not
+    /// (`[permissions] ask`).
+    pub fn set_rule(&mut self, name: impl Into<String>, posture: Posture) -> &mut Self {
+        self.rules.insert(name.into(), posture);
+        self
+    }
+
+    /// The posture of a call of `spec` in `mode`: the person's rule for the tool where there is
+    /// one ([`Registry::set_rule`]), else the mode's ([`posture`](crate::posture)).
+    pub fn posture(&self, spec: &ToolSpec, mode: crate::PermissionMode) -> Posture {
+        self.rules
+            .get(&spec.name)
+            .copied()
+            .unwrap_or_else(|| crate::posture(spec, mode))
+    }
+
     /// The names of all tools, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
@@ -202,6 +233,7 @@ impl Registry {
             observers: self.observers.clone(),
             writer: self.writer.clone(),
             absent: self.absent.clone(),
+            rules: self.rules.clone(),
         }
     }
 
@@ -438,6 +470,49 @@ mod tests {
         );
         let other = tools.call("nope", json!({}), &ctx).await.text_content();
         assert!(!other.contains("not available here"), "{other}");
+    }
+
+    /// A rule by name wins over the mode's posture, in every mode; a withdrawn tool is gone
+    /// from the listing and its call says why; a slice keeps both.
+    #[tokio::test]
+    async fn rules_by_name_over_the_mode_and_withdrawn_tools() {
+        use crate::{Capability, PermissionMode};
+        let mut tools = registry();
+        let mut writes = tools.spec("alpha").unwrap().clone();
+        writes.capabilities = vec![Capability::Network];
+        let reads = tools.spec("zeta").unwrap().clone();
+        tools
+            .set_rule("alpha", Posture::Allow)
+            .set_rule("zeta", Posture::Ask);
+        for mode in [
+            PermissionMode::ReadOnly,
+            PermissionMode::WorkspaceWrite,
+            PermissionMode::FullAccess,
+        ] {
+            assert_eq!(tools.posture(&writes, mode), Posture::Allow, "{mode:?}");
+            assert_eq!(tools.posture(&reads, mode), Posture::Ask, "{mode:?}");
+        }
+        let mut other = writes.clone();
+        other.name = "floor".into();
+        assert_eq!(
+            tools.posture(&other, PermissionMode::ReadOnly),
+            Posture::Ask,
+            "no rule: the mode decides"
+        );
+        assert!(tools.withdraw("panic_now", "denied here"));
+        assert!(!tools.names().contains(&"panic_now"));
+        let sliced = tools.slice(&["alpha"]);
+        assert_eq!(
+            sliced.posture(&writes, PermissionMode::ReadOnly),
+            Posture::Allow
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path()).unwrap();
+        let out = tools.call("panic_now", json!({}), &ctx).await;
+        assert!(
+            out.is_error && out.text_content().contains("denied here"),
+            "{out:?}"
+        );
     }
 
     #[tokio::test]

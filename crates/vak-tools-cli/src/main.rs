@@ -18,9 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use vak_tools::core::Dialect;
-use vak_tools::{
-    Config, Content, PermissionMode, Registry, ToolContext, ToolOutput, posture, registry,
-};
+use vak_tools::{Config, Content, PermissionMode, Registry, ToolContext, ToolOutput, registry};
 
 /// Run the vak agent tools from a shell.
 #[derive(Debug, Parser)]
@@ -415,10 +413,8 @@ fn prepare_call(
     let (config, workspace) = load(place)?;
     let tools = registry(&config);
     if tools.get(tool).is_none() {
-        return Err(Usage(format!(
-            "unknown tool `{tool}`; the tools are: {}",
-            tools.names().join(", ")
-        )));
+        // Why it is absent when that is known (a feature not built, `[permissions] deny`).
+        return Err(Usage(tools.unknown_tool(tool)));
     }
     let args = read_args(args)?;
     let mut ctx = config.tool_context(&workspace)?;
@@ -599,7 +595,7 @@ fn list(
                 output_schema: spec.output_schema_for(dialect),
                 capabilities: &spec.capabilities,
                 floor: spec.floor,
-                posture: posture(spec, mode),
+                posture: tools.posture(spec, mode),
                 claims: tools.claims_rule(&spec.name).unwrap_or_default(),
             })
             .collect();
@@ -621,7 +617,7 @@ fn list(
             "{:<12} [{}] {:?}: {}",
             spec.name,
             capabilities.join(", "),
-            posture(spec, mode),
+            tools.posture(spec, mode),
             first_sentence.trim_end_matches('.')
         )?;
     }

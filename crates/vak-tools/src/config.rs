@@ -187,6 +187,68 @@ impl Uncompiled {
 pub struct PermissionsConfig {
     /// `read-only`, `workspace-write` (default) or `full-access`.
     pub mode: PermissionMode,
+    /// Tools run without asking, whatever the mode would ask (`["webfetch"]`). It never widens
+    /// what a call may do: an allowed `bash` keeps its mode's sandbox, hosts are still the
+    /// egress allow-list's to decide.
+    pub allow: Vec<String>,
+    /// Tools asked about before every call, even where the mode would not ask.
+    pub ask: Vec<String>,
+    /// Tools never offered nor run (denying `bash` takes `jobs` too). A name stands in one of
+    /// the three lists at most.
+    pub deny: Vec<String>,
+}
+
+/// Every tool name a `[permissions]` list may give: the contract's tools, whatever this build
+/// compiled in.
+pub(crate) const TOOL_NAMES: &[&str] = &[
+    "apply_patch",
+    "bash",
+    "browse",
+    "changes",
+    "code",
+    "commitments",
+    "diagnostics",
+    "edit",
+    "glob",
+    "grep",
+    "jobs",
+    "read",
+    "recall",
+    "redo",
+    "rename",
+    "tree",
+    "undo",
+    "webfetch",
+    "write",
+];
+
+impl PermissionsConfig {
+    /// Why the lists cannot be used: a name that is no tool, or one in two lists.
+    fn check(&self) -> Result<(), String> {
+        let lists = [
+            ("allow", &self.allow),
+            ("ask", &self.ask),
+            ("deny", &self.deny),
+        ];
+        let mut seen: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+        for (list, names) in lists {
+            for name in names {
+                if !TOOL_NAMES.contains(&name.as_str()) {
+                    return Err(format!(
+                        "[permissions] {list} names `{name}`, which is no tool: the tools are {}",
+                        TOOL_NAMES.join(", ")
+                    ));
+                }
+                if let Some(other) = seen.insert(name, list) {
+                    return Err(format!(
+                        "[permissions] names `{name}` in both `{other}` and `{list}`: give each \
+                         tool one rule"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why a configuration could not be used.
@@ -245,6 +307,10 @@ impl Config {
             path,
             message: error.to_string(),
         })?;
+        config
+            .permissions
+            .check()
+            .map_err(ConfigError::Unsupported)?;
         #[cfg(feature = "bash")]
         {
             config.bash = config.bash.clone().with_sandbox(&config.sandbox);
@@ -288,6 +354,29 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[permissions]` lists of tool names: parsed, and a name that is no tool or stands in two
+    /// lists refused naming it.
+    #[test]
+    fn permission_rules_are_parsed_and_bad_names_refused() {
+        let config = Config::from_toml_str(
+            "[permissions]\nallow = [\"webfetch\"]\nask = [\"read\"]\ndeny = [\"bash\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.permissions.allow, ["webfetch"]);
+        assert_eq!(config.permissions.ask, ["read"]);
+        assert_eq!(config.permissions.deny, ["bash"]);
+        for (bad, says) in [
+            ("[permissions]\ndeny = [\"rm\"]\n", "`rm`, which is no tool"),
+            (
+                "[permissions]\nask = [\"edit\"]\nallow = [\"edit\"]\n",
+                "in both `allow` and `ask`",
+            ),
+        ] {
+            let error = Config::from_toml_str(bad).unwrap_err().to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+    }
 
     /// `[undo] max_bytes` reaches the change records; an unknown key is refused.
     #[cfg(feature = "undo")]

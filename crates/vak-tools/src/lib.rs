@@ -240,6 +240,32 @@ fn build(config: &Config) -> (Registry, std::collections::BTreeMap<String, &'sta
     // (`rename` writes a language server's edit through it, every file or none).
     #[cfg(feature = "fs")]
     registry.set_file_writer(std::sync::Arc::new(vak_tool_fs::TransactionWriter));
+    apply_rules(&mut registry, &config.permissions);
     let _ = config;
     (registry, features)
+}
+
+/// `[permissions] deny`, `ask` and `allow` on the built registry: a denied tool (and `jobs`
+/// with `bash`) taken out, saying which line keeps it out; the others' postures set.
+fn apply_rules(registry: &mut Registry, permissions: &config::PermissionsConfig) {
+    for name in &permissions.deny {
+        let why = format!(
+            "`[permissions] deny` names `{name}` in .vak/config.toml, so it is not offered; the \
+             person running the agent can take it off that list"
+        );
+        registry.withdraw(name, why);
+        if name == "bash" {
+            registry.withdraw(
+                "jobs",
+                "`[permissions] deny` names `bash` in .vak/config.toml, and `jobs` drives \
+                 bash's background jobs; the person running the agent can take it off that list",
+            );
+        }
+    }
+    for name in &permissions.allow {
+        registry.set_rule(name.clone(), vak_tool_core::Posture::Allow);
+    }
+    for name in &permissions.ask {
+        registry.set_rule(name.clone(), vak_tool_core::Posture::Ask);
+    }
 }

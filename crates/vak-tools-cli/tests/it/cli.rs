@@ -369,3 +369,60 @@ fn a_stdout_closed_before_the_result_is_a_quiet_end() {
     std::fs::write(dir.path().join("go"), "").unwrap();
     assert_quiet_end(child);
 }
+
+/// `[permissions]` rules on the command line: `list` shows an allowed tool's posture as
+/// `Allow` and leaves a denied one out, `call` of a denied tool names the rule and runs
+/// nothing, and a name that is no tool, or one in two lists, is a configuration error.
+#[test]
+fn permission_rules_reach_list_and_call_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".vak")).unwrap();
+    let config = dir.path().join(".vak/config.toml");
+    std::fs::write(
+        &config,
+        "[permissions]\nmode = \"read-only\"\nallow = [\"webfetch\"]\ndeny = [\"write\"]\n",
+    )
+    .unwrap();
+    let specs = listed(dir.path(), &[]);
+    let posture = |name: &str| {
+        specs
+            .iter()
+            .find(|spec| spec["name"] == name)
+            .map(|spec| spec["posture"].clone())
+    };
+    assert_eq!(
+        posture("webfetch"),
+        Some(serde_json::json!("allow")),
+        "{specs:?}"
+    );
+    assert_eq!(posture("edit"), Some(serde_json::json!("ask")));
+    assert_eq!(posture("write"), None, "a denied tool is not listed");
+    let output = run(
+        dir.path(),
+        &["call", "write", r#"{"path": "made", "content": "x"}"#],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "an unknown tool is a usage error"
+    );
+    assert!(
+        stderr(&output).contains("[permissions] deny"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("made").exists());
+    for (bad, says) in [
+        ("[permissions]\nallow = [\"webfetcher\"]\n", "no tool"),
+        (
+            "[permissions]\nallow = [\"bash\"]\ndeny = [\"bash\"]\n",
+            "in both",
+        ),
+    ] {
+        std::fs::write(&config, bad).unwrap();
+        let output = run(dir.path(), &["list"], None);
+        assert!(!output.status.success(), "{bad}");
+        assert!(stderr(&output).contains(says), "{bad}: {}", stderr(&output));
+    }
+}

@@ -694,3 +694,65 @@ fn over_stdio_a_request_id_in_flight_is_refused_and_the_running_call_keeps_its_a
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `[permissions] allow`, `ask` and `deny` by tool name, through the server: an allowed tool
+/// runs without the question its mode would ask, an `ask` tool is asked about where the mode
+/// would not ask, and a denied tool is neither listed nor run (and `jobs` goes with `bash`).
+#[tokio::test]
+async fn permission_rules_allow_ask_and_deny_tools_by_name() {
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let config = format!(
+        "[permissions]\nallow = [\"webfetch\"]\nask = [\"read\"]\ndeny = [\"bash\"]\n\
+         [net]\nallow = [\"127.0.0.1\"]\nallow_domains = [\"127.0.0.1:{port}\"]\n"
+    );
+    let (dir, client, asked) = serve_person(&config, true).await;
+    std::fs::write(dir.path().join("a.txt"), "text\n").unwrap();
+    // webfetch is asked about in workspace-write; allowed, it runs at once (and finds nothing
+    // listening).
+    let result = client
+        .call_tool(CallToolRequestParams::new("webfetch").with_arguments(args(json!({"url": url}))))
+        .await
+        .unwrap();
+    let text = text_of(&result);
+    assert!(!text.contains("not run"), "{text}");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    // read never asks in any mode; listed under `ask`, it does.
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("read").with_arguments(args(json!({"path": "a.txt"}))),
+        )
+        .await
+        .unwrap();
+    assert!(text_of(&result).contains("text"), "{}", text_of(&result));
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert!(questions[0].contains("read"), "{questions:?}");
+    // bash and jobs are not offered, and a call of bash anyway names the rule.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert!(
+        !names.contains(&"bash") && !names.contains(&"jobs"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"webfetch"), "{names:?}");
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("bash")
+                .with_arguments(args(json!({"command": "touch ran"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text_of(&result).contains("[permissions] deny"),
+        "{}",
+        text_of(&result)
+    );
+    assert!(!dir.path().join("ran").exists());
+    client.cancel().await.unwrap();
+}
